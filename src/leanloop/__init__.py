@@ -1,0 +1,34 @@
+"""leanloop: AI-assisted theorem proving in Lean 4 (trace, remember, train, prove, serve).
+
+Top-level names are loaded on first use, so ``import leanloop`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "DynamicDatabase": "leanloop.database.dynamic",
+    "SplitConfig": "leanloop.database.splits",
+    "LeanDojoDataset": "leanloop.data.leandojo.reader",
+    "LeanDojoWriter": "leanloop.data.leandojo.writer",
+    "Repository": "leanloop.data.records",
+    "Theorem": "leanloop.data.records",
+    "TracedTactic": "leanloop.data.records",
+    "Premise": "leanloop.data.records",
+    "SourceFile": "leanloop.data.records",
+    "TheoremStatus": "leanloop.data.records",
+    "LeanloopError": "leanloop.errors",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'leanloop' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

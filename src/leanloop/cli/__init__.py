@@ -1,0 +1,1 @@
+"""The ``leanloop`` command line."""

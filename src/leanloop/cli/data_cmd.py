@@ -1,0 +1,31 @@
+"""``leanloop data``: download published datasets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from leanloop.cli.common import console
+
+app = typer.Typer(help="Published datasets.", no_args_is_help=True)
+
+
+@app.command("download")
+def download(
+    name: str = typer.Argument(..., help="Dataset name: leandojo-benchmark-4."),
+    dest: Path | None = typer.Option(
+        None, "--dest", help="Directory to unpack into [default: the cache directory]."
+    ),
+    archive: Path | None = typer.Option(
+        None, "--archive", help="Use this already downloaded archive instead of downloading."
+    ),
+    force: bool = typer.Option(False, "--force", help="Unpack again even if already present."),
+) -> None:
+    """Download, verify (md5) and unpack a dataset; a second call reuses the cache."""
+    from leanloop.data.leandojo.download import download_dataset
+    from leanloop.settings import Settings
+
+    target = dest or Settings.from_env().cache_dir / "datasets"
+    path = download_dataset(name, target, archive=archive, force=force)
+    console.print(f"{name} is ready at {path}", highlight=False)

@@ -1,0 +1,106 @@
+"""``leanloop run``: the main job — import a LeanDojo-format dataset into the database, export the
+training splits and print the statistics — configured by a ``RunConfig`` (YAML/JSON or options)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from leanloop.cli.common import console, open_database, progress_bar
+from leanloop.database.splits import SplitConfig
+from leanloop.errors import DataFormatError, LeanloopError
+
+
+class RunConfig(BaseModel):
+    """Settings of the main job."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Path | None = None
+    database: str | None = None
+    output: Path = Path("build/run/export")
+    keep_splits: bool = False
+    splits: SplitConfig = SplitConfig()
+
+    @classmethod
+    def from_file(cls, path: Path) -> RunConfig:
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except OSError as exc:
+            raise DataFormatError(path, f"cannot read file ({exc.strerror})") from None
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise DataFormatError(
+                path,
+                f"malformed YAML/JSON ({getattr(exc, 'problem', exc)})",
+                line=mark.line + 1 if mark else None,
+            ) from None
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = ".".join(str(p) for p in error["loc"])
+            raise DataFormatError(path, error["msg"], field=field or None) from None
+
+    def resolved_source(self) -> Path:
+        if self.source is not None:
+            return self.source
+        fixtures = os.environ.get("LEANLOOP_FIXTURES")
+        if fixtures:
+            return Path(fixtures) / "leandojo_benchmark_4"
+        raise LeanloopError(
+            "no dataset to run on",
+            hint="pass --source DIR, set source: in the config, or set LEANLOOP_FIXTURES",
+        )
+
+
+def run(
+    config: Path | None = typer.Option(None, "--config", help="A YAML or JSON RunConfig file."),
+    source: Path | None = typer.Option(
+        None,
+        "--source",
+        help="LeanDojo-format dataset [default: $LEANLOOP_FIXTURES/leandojo_benchmark_4].",
+    ),
+    db: str | None = typer.Option(None, "--db", help="Database URL or SQLite file."),
+    out: Path | None = typer.Option(None, "--out", help="Where to export the dataset."),
+) -> None:
+    """Run the main job: import a dataset, export its training splits, print statistics."""
+    from leanloop.cli.db_cmd import print_stats
+
+    settings = RunConfig.from_file(config) if config else RunConfig()
+    updates = {"source": source, "database": db, "output": out}
+    settings = settings.model_copy(update={k: v for k, v in updates.items() if v is not None})
+    dataset = settings.resolved_source()
+    if not dataset.exists():
+        raise LeanloopError(f"dataset {dataset}: no such file or directory")
+    database = open_database(settings.database)
+
+    console.rule("1. import")
+    with progress_bar(f"importing {dataset}") as update:
+        counts = database.import_leandojo(
+            dataset, keep_splits=settings.keep_splits, progress=update
+        )
+    console.print(
+        f"{counts.theorems_added} theorems added, {counts.theorems_skipped} already present, "
+        f"{counts.tactics_added} tactics, {counts.premises_added} premises",
+        highlight=False,
+    )
+
+    console.rule("2. export")
+    repositories = database.sort_repositories_by_difficulty()
+    with progress_bar("exporting theorems") as update:
+        report = database.export_merged_data(
+            repositories, settings.output, split_config=settings.splits, progress=update
+        )
+    console.print(f"dataset written to {report.output_path}", highlight=False)
+    for scheme, sizes in report.split_sizes.items():
+        console.print(
+            f"  {scheme}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()), highlight=False
+        )
+
+    console.rule("3. statistics")
+    print_stats(database.stats())

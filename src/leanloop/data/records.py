@@ -1,0 +1,225 @@
+"""Typed records for what leanloop knows about a Lean project: repositories, files, premises,
+theorems and the tactics of their proofs."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from functools import cached_property, lru_cache
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+#: The proof state LeanDojo records after a tactic that closed every goal.
+NO_GOALS = "no goals"
+
+_PREMISE_MARK = re.compile(r"</?a>")
+_SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
+
+
+class Pos(NamedTuple):
+    """A position in a Lean source file: 1-based line, column as Lean reports it."""
+
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.column}"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class PremiseRef(_Record):
+    """A premise used by a tactic: where it is defined."""
+
+    full_name: str
+    def_path: str
+    def_pos: Pos
+    def_end_pos: Pos
+
+
+class AnnotatedTactic(_Record):
+    """A tactic's text with ``<a>name</a>`` marks around premise uses, and the premises marked.
+
+    LeanDojo stores it as the pair ``[text, [premise, ...]]``; that form is accepted too.
+    """
+
+    text: str
+    premises: tuple[PremiseRef, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_pair(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            if len(value) != 2:
+                raise ValueError("expected a pair [annotated text, [premise, ...]]")
+            return {"text": value[0], "premises": value[1]}
+        return value
+
+    @property
+    def plain_text(self) -> str:
+        """The text with the premise marks removed."""
+        return strip_premise_marks(self.text)
+
+
+class TracedTactic(_Record):
+    """One step of a traced proof: the tactic, the premises it used and the states around it."""
+
+    tactic: str
+    annotated_tactic: AnnotatedTactic
+    state_before: str
+    state_after: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_annotation(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "annotated_tactic" not in value and "tactic" in value:
+            value = {**value, "annotated_tactic": {"text": value["tactic"], "premises": ()}}
+        return value
+
+    @property
+    def premises(self) -> tuple[PremiseRef, ...]:
+        return self.annotated_tactic.premises
+
+    @property
+    def closes_goal(self) -> bool:
+        return self.state_after == NO_GOALS
+
+    @property
+    def is_sorry(self) -> bool:
+        return is_sorry_tactic(self.tactic)
+
+
+class TheoremStatus(StrEnum):
+    """Whether a proof is complete, still has a ``sorry``, or had one that is now proved."""
+
+    PROVEN = "proven"
+    SORRY = "sorry"
+    SORRY_PROVED = "sorry_proved"
+
+
+class Theorem(_Record):
+    """A theorem of a repository at a commit, with its traced proof when it has one."""
+
+    url: str
+    commit: str
+    file_path: str
+    full_name: str
+    start: Pos
+    end: Pos
+    statement: str | None = None
+    traced_tactics: tuple[TracedTactic, ...] = ()
+    status: TheoremStatus = TheoremStatus.PROVEN
+    proof: str | None = Field(default=None, description="A verified proof found for a sorry.")
+
+    @field_validator("full_name", "file_path")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value:
+            raise ValueError("must not be empty")
+        return value
+
+    @cached_property
+    def premise_names(self) -> tuple[str, ...]:
+        """Full names of the premises the proof uses, each once, in order of first use."""
+        seen: dict[str, None] = {}
+        for tactic in self.traced_tactics:
+            for premise in tactic.premises:
+                seen.setdefault(premise.full_name, None)
+        return tuple(seen)
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.traced_tactics)
+
+    @property
+    def key(self) -> TheoremKey:
+        return TheoremKey(repository_identity(self.url), self.file_path, self.full_name)
+
+    def with_status(self, status: TheoremStatus, proof: str | None = None) -> Theorem:
+        return self.model_copy(update={"status": status, "proof": proof})
+
+
+class TheoremKey(NamedTuple):
+    """What identifies a theorem across commits of its repository."""
+
+    repository: str
+    file_path: str
+    full_name: str
+
+    def __str__(self) -> str:
+        return f"{self.repository}::{self.file_path}::{self.full_name}"
+
+
+class Premise(_Record):
+    """A declaration that proofs can use: where it is and its source code."""
+
+    full_name: str
+    file_path: str
+    start: Pos
+    end: Pos
+    code: str = ""
+    kind: str = ""
+
+
+class SourceFile(_Record):
+    """A Lean source file of a project: its path, the files it imports and its declarations."""
+
+    path: str
+    imports: tuple[str, ...] = ()
+    premises: tuple[Premise, ...] = ()
+
+
+class Repository(_Record):
+    """A Lean project at a commit: a git URL (or a local path) and the Lean version it pins."""
+
+    url: str
+    commit: str
+    lean_version: str | None = None
+    name: str = ""
+
+    @model_validator(mode="after")
+    def _default_name(self) -> Repository:
+        if not self.name:
+            object.__setattr__(self, "name", repository_name(self.url))
+        return self
+
+    @property
+    def identity(self) -> str:
+        return repository_identity(self.url)
+
+    def __str__(self) -> str:
+        return f"{self.name}@{self.commit[:12]}"
+
+
+def strip_premise_marks(text: str) -> str:
+    """Remove LeanDojo's ``<a>``/``</a>`` premise marks from an annotated tactic."""
+    return _PREMISE_MARK.sub("", text)
+
+
+def is_sorry_tactic(tactic: str) -> bool:
+    """Whether a tactic leaves a hole: it uses ``sorry`` or ``admit``."""
+    return _SORRY.search(tactic) is not None
+
+
+@lru_cache(maxsize=1024)
+def repository_identity(url: str) -> str:
+    """A canonical form of a repository URL: no trailing slash or ``.git``, host in lower case."""
+    url = url.strip().rstrip("/")
+    if url.endswith(".git"):
+        url = url[: -len(".git")]
+    if "://" in url:
+        scheme, rest = url.split("://", 1)
+        host, _, path = rest.partition("/")
+        url = f"{scheme.lower()}://{host.lower()}/{path}" if path else f"{scheme}://{host.lower()}"
+    return url
+
+
+def repository_name(url: str) -> str:
+    """A short name for a repository: ``owner/repo`` for a URL, the folder name for a path."""
+    parts = [p for p in repository_identity(url).replace("\\", "/").split("/") if p]
+    if "://" in url and len(parts) >= 3:
+        return "/".join(parts[-2:])
+    return parts[-1] if parts else url

@@ -1,0 +1,267 @@
+"""Write repositories and their files, premises and theorems into the tables, in batches, inside
+one transaction the caller owns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from leanloop.data.records import Repository, SourceFile, Theorem, TheoremStatus
+from leanloop.database.rows import (
+    dumps_list,
+    key_digest,
+    premise_row,
+    tactic_rows,
+    theorem_row,
+)
+from leanloop.database.schema import (
+    files,
+    premises,
+    repositories,
+    split_assignments,
+    tactic_premises,
+    tactics,
+    theorems,
+)
+
+
+@dataclass
+class IngestCounts:
+    """What a write added (things already present are counted as skipped)."""
+
+    repositories_added: int = 0
+    theorems_added: int = 0
+    theorems_skipped: int = 0
+    tactics_added: int = 0
+    files_added: int = 0
+    premises_added: int = 0
+    sorries_resolved: int = 0
+    split_labels_added: int = 0
+    split_labels_conflicting: int = 0
+    repositories: list[Repository] = field(default_factory=list)
+
+
+class Ingest:
+    """Adds content to the database through ``conn``; idempotent: present items are skipped."""
+
+    def __init__(self, conn: Connection, *, batch_size: int = 1000) -> None:
+        self.conn = conn
+        self.batch_size = batch_size
+        self.counts = IngestCounts()
+        self._repo_ids: dict[tuple[str, str], int] = {}
+
+    def repository_id(self, repo: Repository, *, source: str | None = None) -> int:
+        """The id of ``repo`` (by canonical url and commit), adding the repository if new."""
+        ident = (repo.identity, repo.commit)
+        if ident in self._repo_ids:
+            return self._repo_ids[ident]
+        found = self.conn.execute(
+            sa.select(repositories.c.id, repositories.c.lean_version).where(
+                repositories.c.identity == repo.identity, repositories.c.commit == repo.commit
+            )
+        ).first()
+        if found is not None:
+            repo_id = found.id
+            if found.lean_version is None and repo.lean_version:
+                self.conn.execute(
+                    repositories.update()
+                    .where(repositories.c.id == repo_id)
+                    .values(lean_version=repo.lean_version)
+                )
+        else:
+            repo_id = self.conn.execute(
+                repositories.insert().values(
+                    url=repo.url,
+                    identity=repo.identity,
+                    commit=repo.commit,
+                    name=repo.name,
+                    lean_version=repo.lean_version,
+                    added_at=datetime.now(UTC),
+                    source=source,
+                )
+            ).inserted_primary_key[0]
+            self.counts.repositories_added += 1
+            self.counts.repositories.append(repo)
+        self._repo_ids[ident] = repo_id
+        return repo_id
+
+    def add_theorems(self, repo_id: int, batch: list[Theorem]) -> None:
+        """Insert the theorems of ``batch`` not yet stored for this repository."""
+        if not batch:
+            return
+        unique: dict[str, Theorem] = {}
+        for theorem in batch:
+            unique.setdefault(key_digest(theorem.key), theorem)
+        present = set(
+            self.conn.execute(
+                sa.select(theorems.c.key).where(
+                    theorems.c.repository_id == repo_id, theorems.c.key.in_(list(unique))
+                )
+            ).scalars()
+        )
+        fresh = [t for k, t in unique.items() if k not in present]
+        self.counts.theorems_skipped += len(batch) - len(fresh)
+        if not fresh:
+            return
+        ids = (
+            self.conn.execute(
+                theorems.insert().returning(theorems.c.id, sort_by_parameter_order=True),
+                [theorem_row(repo_id, t) for t in fresh],
+            )
+            .scalars()
+            .all()
+        )
+        steps, refs = [], []
+        for theorem_id, theorem in zip(ids, fresh, strict=True):
+            s, r = tactic_rows(theorem_id, theorem)
+            steps.extend(s)
+            refs.extend(r)
+        if steps:
+            self.conn.execute(tactics.insert(), steps)
+        if refs:
+            self.conn.execute(tactic_premises.insert(), refs)
+        self.counts.theorems_added += len(fresh)
+        self.counts.tactics_added += len(steps)
+
+    def add_source_files(self, repo_id: int, batch: list[SourceFile]) -> None:
+        """Insert files (with their premises) of ``batch`` whose path is new for the repository;
+        a file known only as traced becomes part of the corpus."""
+        if not batch:
+            return
+        paths = [f.path for f in batch]
+        present = {
+            row.path: row
+            for row in self.conn.execute(
+                sa.select(files.c.id, files.c.path, files.c.in_corpus).where(
+                    files.c.repository_id == repo_id, files.c.path.in_(paths)
+                )
+            )
+        }
+        fresh, premise_rows, seen = [], [], set()
+        for source in batch:
+            if source.path in seen:
+                continue
+            seen.add(source.path)
+            row = present.get(source.path)
+            if row is not None and row.in_corpus:
+                continue
+            if row is not None:
+                self.conn.execute(
+                    files.update()
+                    .where(files.c.id == row.id)
+                    .values(in_corpus=1, imports=dumps_list(source.imports))
+                )
+            else:
+                fresh.append(
+                    {
+                        "repository_id": repo_id,
+                        "path": source.path,
+                        "imports": dumps_list(source.imports),
+                        "in_corpus": 1,
+                        "traced": 0,
+                    }
+                )
+            premise_rows.extend(
+                premise_row(repo_id, i, premise) for i, premise in enumerate(source.premises)
+            )
+        if fresh:
+            self.conn.execute(files.insert(), fresh)
+        if premise_rows:
+            self.conn.execute(premises.insert(), premise_rows)
+        self.counts.files_added += len(fresh)
+        self.counts.premises_added += len(premise_rows)
+
+    def mark_traced(self, repo_id: int, paths: Iterable[str]) -> None:
+        """Record that these files of the repository were traced (adding unknown ones)."""
+        paths = list(dict.fromkeys(paths))
+        if not paths:
+            return
+        known = set(
+            self.conn.execute(
+                sa.select(files.c.path).where(
+                    files.c.repository_id == repo_id, files.c.path.in_(paths)
+                )
+            ).scalars()
+        )
+        if known:
+            self.conn.execute(
+                files.update()
+                .where(files.c.repository_id == repo_id, files.c.path.in_(list(known)))
+                .values(traced=1)
+            )
+        fresh = [
+            {"repository_id": repo_id, "path": p, "imports": "[]", "in_corpus": 0, "traced": 1}
+            for p in paths
+            if p not in known
+        ]
+        if fresh:
+            self.conn.execute(files.insert(), fresh)
+
+    def add_split_labels(self, labels: Mapping[tuple[str, str], str]) -> None:
+        """Record ``(theorem key digest, scheme) -> split``; an existing assignment always wins."""
+        if not labels:
+            return
+        keys = list({k for k, _ in labels})
+        present: dict[tuple[str, str], str] = {}
+        for start in range(0, len(keys), 5000):
+            chunk = keys[start : start + 5000]
+            for row in self.conn.execute(
+                sa.select(split_assignments).where(split_assignments.c.theorem_key.in_(chunk))
+            ):
+                present[row.theorem_key, row.scheme] = row.split
+        fresh = []
+        for (key, scheme), split in labels.items():
+            old = present.get((key, scheme))
+            if old is None:
+                fresh.append({"theorem_key": key, "scheme": scheme, "split": split})
+            elif old != split:
+                self.counts.split_labels_conflicting += 1
+        if fresh:
+            self.conn.execute(split_assignments.insert(), fresh)
+        self.counts.split_labels_added += len(fresh)
+
+    def resolve_sorries(self, repo_id: int) -> None:
+        """Mark open sorries of other commits of this repository as proved when this commit
+        proves the same theorem; the proof recorded is this commit's tactic script."""
+        identity = self.conn.execute(
+            sa.select(repositories.c.identity).where(repositories.c.id == repo_id)
+        ).scalar_one()
+        old, new = theorems.alias("old"), theorems.alias("new")
+        matches = self.conn.execute(
+            sa.select(old.c.id, new.c.id.label("new_id"))
+            .select_from(
+                old.join(new, old.c.key == new.c.key).join(
+                    repositories, repositories.c.id == old.c.repository_id
+                )
+            )
+            .where(
+                repositories.c.identity == identity,
+                old.c.repository_id != repo_id,
+                old.c.status == TheoremStatus.SORRY.value,
+                new.c.repository_id == repo_id,
+                new.c.status == TheoremStatus.PROVEN.value,
+            )
+        ).all()
+        for old_id, new_id in matches:
+            script = (
+                self.conn.execute(
+                    sa.select(tactics.c.tactic)
+                    .where(tactics.c.theorem_id == new_id)
+                    .order_by(tactics.c.idx)
+                )
+                .scalars()
+                .all()
+            )
+            self.conn.execute(
+                theorems.update()
+                .where(theorems.c.id == old_id)
+                .values(
+                    status=TheoremStatus.SORRY_PROVED.value,
+                    proof="\n".join(script) if script else None,
+                )
+            )
+        self.counts.sorries_resolved += len(matches)

@@ -1,0 +1,145 @@
+"""The tables of a leanloop database (SQLAlchemy Core, portable between SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+#: Bumped whenever the tables change; a database of another version is refused, never altered.
+SCHEMA_VERSION = 1
+
+metadata = MetaData()
+
+meta = Table(
+    "leanloop_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+repositories = Table(
+    "repositories",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("url", Text, nullable=False),
+    Column("identity", Text, nullable=False),  # canonical url: what commits of a repo share
+    Column("commit", String(128), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("lean_version", Text),
+    Column("added_at", DateTime(timezone=True), nullable=False),
+    Column("source", Text),
+    UniqueConstraint("identity", "commit", name="uq_repository_commit"),
+)
+
+files = Table(
+    "files",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "repository_id", Integer, ForeignKey("repositories.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("path", Text, nullable=False),
+    Column("imports", Text, nullable=False),  # JSON list of paths
+    Column("in_corpus", Integer, nullable=False, default=1),
+    Column("traced", Integer, nullable=False, default=0),
+    UniqueConstraint("repository_id", "path", name="uq_file_path"),
+)
+
+premises = Table(
+    "premises",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "repository_id", Integer, ForeignKey("repositories.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("file_path", Text, nullable=False),
+    Column("ordinal", Integer, nullable=False),  # position in the file's list of premises
+    Column("full_name", Text, nullable=False),
+    Column("start_line", Integer, nullable=False),
+    Column("start_column", Integer, nullable=False),
+    Column("end_line", Integer, nullable=False),
+    Column("end_column", Integer, nullable=False),
+    Column("code", Text, nullable=False),
+    Column("kind", Text, nullable=False),
+    Index("ix_premises_file", "repository_id", "file_path", "ordinal"),
+)
+
+theorems = Table(
+    "theorems",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "repository_id", Integer, ForeignKey("repositories.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("key", String(40), nullable=False),  # digest of (repository identity, file, name)
+    Column("file_path", Text, nullable=False),
+    Column("full_name", Text, nullable=False),
+    Column("start_line", Integer, nullable=False),
+    Column("start_column", Integer, nullable=False),
+    Column("end_line", Integer, nullable=False),
+    Column("end_column", Integer, nullable=False),
+    Column("statement", Text),
+    Column("status", String(16), nullable=False),
+    Column("proof", Text),
+    Column("num_steps", Integer, nullable=False),
+    UniqueConstraint("repository_id", "file_path", "full_name", name="uq_theorem_name"),
+    Index("ix_theorems_key", "key"),
+    Index("ix_theorems_status", "repository_id", "status"),
+)
+
+tactics = Table(
+    "tactics",
+    metadata,
+    Column(
+        "theorem_id",
+        Integer,
+        ForeignKey("theorems.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("idx", Integer, primary_key=True, autoincrement=False),
+    Column("tactic", Text, nullable=False),
+    Column("annotated", Text, nullable=False),
+    Column("state_before", Text, nullable=False),
+    Column("state_after", Text, nullable=False),
+)
+
+tactic_premises = Table(
+    "tactic_premises",
+    metadata,
+    Column(
+        "theorem_id",
+        Integer,
+        ForeignKey("theorems.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("tactic_idx", Integer, primary_key=True, autoincrement=False),
+    Column("idx", Integer, primary_key=True, autoincrement=False),
+    Column("full_name", Text, nullable=False),
+    Column("def_path", Text, nullable=False),
+    Column("def_line", Integer, nullable=False),
+    Column("def_column", Integer, nullable=False),
+    Column("def_end_line", Integer, nullable=False),
+    Column("def_end_column", Integer, nullable=False),
+)
+
+split_assignments = Table(
+    "split_assignments",
+    metadata,
+    Column("theorem_key", String(40), primary_key=True),
+    Column("scheme", String(32), primary_key=True),
+    Column("split", String(8), nullable=False),
+)
+
+LEANLOOP_TABLES = frozenset(metadata.tables)

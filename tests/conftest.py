@@ -1,0 +1,72 @@
+"""Shared test fixtures: the recorded fixture set, databases on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.pgcluster import Cluster, find_bindir
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def fixtures_root() -> Path:
+    """``$LEANLOOP_FIXTURES``, by default ``../shared/fixtures`` beside the repository."""
+    return Path(os.environ.get("LEANLOOP_FIXTURES") or REPO_ROOT.parent / "shared" / "fixtures")
+
+
+@pytest.fixture(scope="session")
+def fixtures() -> Path:
+    root = fixtures_root()
+    if not root.is_dir():
+        pytest.fail(f"fixture set not found at {root}: set LEANLOOP_FIXTURES")
+    return root
+
+
+@pytest.fixture(scope="session")
+def sample_dir(fixtures: Path) -> Path:
+    return fixtures / "leandojo_benchmark_4"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory, monkeypatch):
+    """Keep tests away from the user's data, cache and database."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("LEANLOOP_DATA_DIR", str(home / "data"))
+    monkeypatch.setenv("LEANLOOP_CACHE_DIR", str(home / "cache"))
+    monkeypatch.delenv("LEANLOOP_DB", raising=False)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("PostgreSQL is not installed ('make test' installs it)")
+    cluster = Cluster(bindir)
+    try:
+        cluster.start()
+    except Exception as exc:  # report why the cluster could not start
+        cluster.stop()
+        pytest.fail(f"could not start a PostgreSQL cluster: {exc}")
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "leanloop.db")
+    cluster = request.getfixturevalue("pg_cluster")
+    return cluster.create_database(f"test_{uuid.uuid4().hex[:12]}")
+
+
+@pytest.fixture
+def db(db_url):
+    from leanloop.database import DynamicDatabase
+
+    database = DynamicDatabase(db_url)
+    yield database
+    database.close()

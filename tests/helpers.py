@@ -1,0 +1,97 @@
+"""Builders for test data derived from the real LeanDojo sample (renamed copies, datasets)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from leanloop.data.leandojo import LeanDojoDataset, theorem_to_leandojo
+from leanloop.data.records import Theorem, TracedTactic
+
+
+def sample_theorems(sample_dir: Path) -> list[Theorem]:
+    return list(LeanDojoDataset(sample_dir).iter_theorems())
+
+
+def renamed(
+    theorem: Theorem, suffix: str, *, url: str | None = None, commit: str | None = None
+) -> Theorem:
+    """A copy of a real theorem under another name (and repository/commit if given)."""
+    return theorem.model_copy(
+        update={
+            "full_name": theorem.full_name + suffix,
+            "url": url or theorem.url,
+            "commit": commit or theorem.commit,
+        }
+    )
+
+
+def moved(theorem: Theorem, *, url: str, commit: str) -> Theorem:
+    return theorem.model_copy(update={"url": url, "commit": commit})
+
+
+def with_sorry(theorem: Theorem) -> Theorem:
+    """The theorem with its proof replaced by one ``sorry`` step (state kept from the real one)."""
+    state = theorem.traced_tactics[0].state_before if theorem.traced_tactics else "⊢ True"
+    step = TracedTactic.model_validate(
+        {
+            "tactic": "sorry",
+            "annotated_tactic": ["sorry", []],
+            "state_before": state,
+            "state_after": "no goals",
+        }
+    )
+    from leanloop.data.records import TheoremStatus
+
+    return theorem.model_copy(update={"traced_tactics": (step,), "status": TheoremStatus.SORRY})
+
+
+def write_split(path: Path, theorems: Iterable[Theorem]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps([theorem_to_leandojo(t) for t in theorems]))
+    return path
+
+
+def write_dataset(
+    root: Path,
+    splits: Mapping[str, Iterable[Theorem]],
+    *,
+    corpus: Iterable[dict] = (),
+    traced: Iterable[str] = (),
+    metadata: dict | None = None,
+) -> Path:
+    """A LeanDojo-format directory: ``splits`` maps 'random/train' etc. to theorems."""
+    for name, theorems in splits.items():
+        write_split(root / f"{name}.json", theorems)
+    corpus = list(corpus)
+    if corpus:
+        (root / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    traced = list(traced)
+    if traced:
+        (root / "traced_files.jsonl").write_text(
+            "".join(json.dumps({"traced_file_path": p}) + "\n" for p in traced)
+        )
+    if metadata is not None:
+        (root / "metadata.json").write_text(json.dumps(metadata))
+    return root
+
+
+def corpus_from_theorems(theorems: Iterable[Theorem]) -> list[dict]:
+    """A corpus.jsonl built from the premise definitions the real tactics refer to."""
+    files: dict[str, dict[str, dict]] = {}
+    for theorem in theorems:
+        files.setdefault(theorem.file_path, {})
+        for tactic in theorem.traced_tactics:
+            for ref in tactic.premises:
+                files.setdefault(ref.def_path, {})[ref.full_name] = {
+                    "full_name": ref.full_name,
+                    "code": f"theorem {ref.full_name.split('.')[-1]} : ...",
+                    "start": list(ref.def_pos),
+                    "end": list(ref.def_end_pos),
+                    "kind": "commanddeclaration",
+                }
+    return [
+        {"path": path, "imports": [], "premises": list(premises.values())}
+        for path, premises in sorted(files.items())
+    ]

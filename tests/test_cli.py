@@ -1,0 +1,237 @@
+"""The command line: the commands work, and bad input gives one clear line and a non-zero exit."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from leanloop.cli.app import main
+from tests.helpers import sample_theorems, with_sorry, write_dataset
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *words: str) -> None:
+    assert code != 0
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and lines[0].startswith("error:"), err
+    assert len(lines) <= 2, err  # the error and possibly a hint
+    for word in words:
+        assert word in err, f"{word!r} not in {err!r}"
+
+
+def test_import_stats_export_sorries(capsys, sample_dir, tmp_path):
+    db = str(tmp_path / "cli.db")
+    code, out, _ = run(capsys, "db", "import", str(sample_dir), "--db", db)
+    assert code == 0 and "177 theorems" in out and "435 tactics" in out
+
+    code, out, _ = run(capsys, "db", "stats", "--db", db, "--json")
+    stats = json.loads(out)
+    assert code == 0 and stats["theorems"] == 177 and stats["tactics"] == 435
+    assert stats["repositories"][0]["name"] == "leanprover-community/mathlib4"
+
+    code, out, _ = run(capsys, "db", "stats", "--db", db)
+    assert code == 0 and "leanprover-community/mathlib4" in out and "177" in out
+
+    code, out, _ = run(
+        capsys,
+        "db",
+        "export",
+        str(tmp_path / "out"),
+        "--db",
+        db,
+        "--repo",
+        "leanprover-community/mathlib4",
+        "--val",
+        "10",
+        "--test",
+        "0.2",
+    )
+    assert code == 0, out
+    assert len(json.loads((tmp_path / "out" / "random" / "val.json").read_text())) == 10
+    assert len(json.loads((tmp_path / "out" / "random" / "test.json").read_text())) == 35
+
+    code, out, _ = run(capsys, "db", "sorries", "--db", db, "--json")
+    assert code == 0 and out.strip() == ""
+
+
+def test_sorries_are_listed(capsys, sample_dir, tmp_path):
+    theorems = [t for t in sample_theorems(sample_dir) if t.traced_tactics][:4]
+    theorems[2] = with_sorry(theorems[2])
+    source = write_dataset(tmp_path / "ds", {"random/train": theorems})
+    db = str(tmp_path / "s.db")
+    assert run(capsys, "db", "import", str(source), "--db", db)[0] == 0
+    code, out, _ = run(capsys, "db", "sorries", "--db", db, "--json")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and [r["full_name"] for r in rows] == [theorems[2].full_name]
+    assert rows[0]["status"] == "sorry"
+    code, out, _ = run(capsys, "db", "sorries", "--db", db)
+    assert code == 0 and "1 open sorries" in out
+
+
+def test_db_defaults_to_environment(capsys, sample_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEANLOOP_DB", str(tmp_path / "env.db"))
+    assert run(capsys, "db", "import", str(sample_dir / "random" / "test.json"))[0] == 0
+    assert (tmp_path / "env.db").is_file()
+    monkeypatch.delenv("LEANLOOP_DB")
+    assert run(capsys, "db", "import", str(sample_dir))[0] == 0
+    code, out, _ = run(capsys, "db", "stats", "--json")
+    assert code == 0 and json.loads(out)["database"].endswith("data/leanloop.db")
+
+
+def test_missing_source(capsys, tmp_path):
+    code, _, err = run(
+        capsys, "db", "import", str(tmp_path / "absent"), "--db", str(tmp_path / "x.db")
+    )
+    assert_one_line_error(code, err, "absent", "no such file")
+
+
+def test_malformed_json_line_names_file_and_line(capsys, tmp_path):
+    corpus = tmp_path / "ds" / "corpus.jsonl"
+    corpus.parent.mkdir()
+    corpus.write_text('{"path": "A.lean", "imports": [], "premises": []}\n{"path": \n')
+    (tmp_path / "ds" / "metadata.json").write_text(
+        json.dumps({"from_repo": {"url": "https://github.com/a/b", "commit": "c"}})
+    )
+    code, _, err = run(capsys, "db", "import", str(tmp_path / "ds"), "--db", str(tmp_path / "x.db"))
+    assert_one_line_error(code, err, "corpus.jsonl", "line 2")
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_truncated_split_file(capsys, sample_dir, tmp_path):
+    path = tmp_path / "random" / "test.json"
+    path.parent.mkdir()
+    path.write_text((sample_dir / "random" / "test.json").read_text()[:100_000])
+    code, _, err = run(capsys, "db", "import", str(path), "--db", str(tmp_path / "x.db"))
+    assert_one_line_error(code, err, "test.json", "line 1", "truncated")
+
+
+def test_wrong_schema_names_field(capsys, sample_dir, tmp_path):
+    raw = json.loads((sample_dir / "random" / "test.json").read_text())
+    raw[5]["start"] = "oops"
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps(raw))
+    code, _, err = run(capsys, "db", "import", str(path), "--db", str(tmp_path / "x.db"))
+    assert_one_line_error(code, err, "item #5", "field 'start'")
+
+
+def test_unreachable_database(capsys, sample_dir):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, _, err = run(
+        capsys, "db", "import", str(sample_dir), "--db", f"postgresql://u:pw@127.0.0.1:{port}/db"
+    )
+    assert_one_line_error(code, err, "not usable", f"127.0.0.1:{port}")
+    assert "pw" not in err.replace("postgresql", "")
+
+
+def test_stats_of_missing_database(capsys, tmp_path):
+    code, _, err = run(capsys, "db", "stats", "--db", str(tmp_path / "none.db"))
+    assert_one_line_error(code, err, "no database")
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_bad_split_size(capsys, sample_dir, tmp_path):
+    db = str(tmp_path / "x.db")
+    run(capsys, "db", "import", str(sample_dir), "--db", db)
+    code, _, err = run(
+        capsys, "db", "export", str(tmp_path / "o"), "--db", db, "--val", "0.7", "--test", "0.7"
+    )
+    assert_one_line_error(code, err, "more than 1")
+    code, _, err = run(capsys, "db", "export", str(tmp_path / "o"), "--db", db, "--repo", "x/y")
+    assert_one_line_error(code, err, "no repository 'x/y'")
+
+
+def test_download_with_local_archive_and_offline_failure(capsys, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from leanloop.data.leandojo import download as dl
+
+    archive = tmp_path / "a.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        data = b"[]"
+        info = tarfile.TarInfo("leandojo_benchmark_4/random/test.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    code, _, err = run(
+        capsys,
+        "data",
+        "download",
+        "leandojo-benchmark-4",
+        "--archive",
+        str(archive),
+        "--dest",
+        str(tmp_path / "d"),
+    )
+    assert_one_line_error(code, err, "checksum mismatch")
+
+    import hashlib
+
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    monkeypatch.setitem(
+        dl.RELEASES,
+        "leandojo-benchmark-4",
+        replace(dl.LEANDOJO_BENCHMARK_4, md5=md5, url="http://127.0.0.1:9/x"),
+    )
+    code, out, _ = run(
+        capsys,
+        "data",
+        "download",
+        "leandojo-benchmark-4",
+        "--archive",
+        str(archive),
+        "--dest",
+        str(tmp_path / "d"),
+    )
+    assert code == 0 and "ready" in out
+    code, _, err = run(
+        capsys, "data", "download", "leandojo-benchmark-4", "--dest", str(tmp_path / "e")
+    )
+    assert_one_line_error(code, err, "cannot download", "--archive")
+
+
+def test_usage_error_exit_code(capsys):
+    code, _, err = run(capsys, "db", "import")
+    assert code == 2 and "Missing argument" in err
+
+
+def test_run_main_job(capsys, sample_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEANLOOP_FIXTURES", str(sample_dir.parent))
+    code, out, _ = run(capsys, "run", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "o"))
+    assert code == 0
+    assert "random: train 141, val 18, test 18" in out
+    assert "177 theorems" in out
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        f"source: {sample_dir}\nsplits:\n  val: 5\n  test: 5\n"
+        f"output: {tmp_path / 'o2'}\ndatabase: {tmp_path / 'r2.db'}\n"
+    )
+    code, out, _ = run(capsys, "run", "--config", str(config))
+    assert code == 0 and "random: train 167, val 5, test 5" in out
+    config.write_text("splits:\n  vall: 5\n")
+    code, _, err = run(capsys, "run", "--config", str(config))
+    assert_one_line_error(code, err, "run.yaml", "splits.vall")
+
+
+@pytest.mark.slow
+def test_python_dash_m(tmp_path, sample_dir):
+    result = subprocess.run(
+        [sys.executable, "-m", "leanloop", "db", "stats", "--db", str(tmp_path / "none.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: no database") and "Traceback" not in result.stderr
