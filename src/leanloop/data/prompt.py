@@ -1,0 +1,77 @@
+"""The one prompt format for tactic generation (system / user / assistant), shared by the SFT and
+GRPO trainers and by the provers, and the parsing of what a model generates."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from leanloop.data.records import Theorem, is_sorry_tactic, strip_premise_marks
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are an expert in the Lean 4 theorem prover. You are given the current proof state "
+    "(hypotheses, then the goal after ⊢). Reply with exactly one Lean 4 tactic, on one line, "
+    "that makes progress on the goal. Do not use sorry or admit. Reply with the tactic only."
+)
+
+_FENCE = re.compile(r"^```[\w-]*\s*$")
+
+
+class PromptFormat(BaseModel):
+    """How a proof state becomes chat messages and how a reply becomes a tactic."""
+
+    model_config = ConfigDict(frozen=True)
+
+    system: str = DEFAULT_SYSTEM_PROMPT
+
+    def prompt(self, state: str) -> list[dict[str, str]]:
+        """The system and user messages for a proof state (premise marks stripped)."""
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": strip_premise_marks(state).strip()},
+        ]
+
+    def completion(self, tactic: str) -> list[dict[str, str]]:
+        """The assistant message teaching ``tactic``: its first line, premise marks stripped."""
+        return [{"role": "assistant", "content": first_line(strip_premise_marks(tactic))}]
+
+    def examples(self, theorems: Iterable[Theorem]) -> Iterator[dict[str, Any]]:
+        """Prompt/completion rows for every traced step (``sorry`` steps are skipped); the state
+        and the recorded tactic travel along as ``state`` and ``tactic`` columns."""
+        for theorem in theorems:
+            for step in theorem.traced_tactics:
+                if step.is_sorry:
+                    continue
+                tactic = first_line(strip_premise_marks(step.tactic))
+                if not tactic:
+                    continue
+                yield {
+                    "prompt": self.prompt(step.state_before),
+                    "completion": self.completion(tactic),
+                    "state": step.state_before,
+                    "tactic": tactic,
+                    "full_name": theorem.full_name,
+                }
+
+    def parse(self, generated: str) -> str | None:
+        """The tactic in a model's reply: the first line with content, outside code fences;
+        None when there is none or it is ``sorry``/``admit``."""
+        for line in generated.splitlines():
+            text = line.strip()
+            if not text or _FENCE.match(text):
+                continue
+            text = text.removeprefix("tactic:").strip()
+            if is_sorry_tactic(text):
+                return None
+            return text
+        return None
+
+
+def first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""

@@ -1,0 +1,2 @@
+"""Machine-learning plumbing shared by trainers, provers and the server: devices, precision and
+model loading (hub names, local paths and the packaged offline models)."""

@@ -1,0 +1,54 @@
+"""Pick the device and numeric precision for training and inference: CUDA with bf16 when
+present, otherwise the CPU in fp32."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What to run on and how: used to set trainer arguments so user code never changes."""
+
+    device: str  # "cuda" or "cpu"
+    bf16: bool
+    gradient_checkpointing: bool
+
+    @property
+    def torch_dtype(self):
+        import torch
+
+        return torch.bfloat16 if self.bf16 else torch.float32
+
+    @property
+    def lightning_precision(self) -> str:
+        return "bf16-mixed" if self.bf16 else "32-true"
+
+    @property
+    def lightning_accelerator(self) -> str:
+        return "gpu" if self.device == "cuda" else "cpu"
+
+
+def detect_hardware(*, force_cpu: bool | None = None) -> Hardware:
+    """CUDA (bf16 if the GPU supports it, gradient checkpointing on) or CPU (fp32, no
+    checkpointing). ``LEANLOOP_DEVICE=cpu`` forces the CPU."""
+    import torch
+
+    if force_cpu is None:
+        force_cpu = os.environ.get("LEANLOOP_DEVICE", "").lower() == "cpu"
+    if not force_cpu and torch.cuda.is_available():
+        return Hardware("cuda", bf16=torch.cuda.is_bf16_supported(), gradient_checkpointing=True)
+    return Hardware("cpu", bf16=False, gradient_checkpointing=False)
+
+
+def limit_threads(count: int | None = None) -> None:
+    """Use ``count`` CPU threads in torch (``$OMP_NUM_THREADS`` when not given)."""
+    import torch
+
+    if count is None:
+        value = os.environ.get("OMP_NUM_THREADS")
+        if not value:
+            return
+        count = int(value)
+    torch.set_num_threads(max(1, count))

@@ -1,0 +1,1 @@
+"""Trainers that learn from the database's exports, repository by repository."""
