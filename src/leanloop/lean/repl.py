@@ -1,0 +1,325 @@
+"""The Lean REPL backend: a typed client of the REPL protocol and ``ReplServer``, the
+``LeanServer`` it implements (imports elaborated once per process and reused)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from leanloop.lean.errors import LeanRequestError
+from leanloop.lean.protocol import repl as proto
+from leanloop.lean.server import (
+    CheckResult,
+    LeanMessage,
+    LeanServer,
+    ProofFinished,
+    ProofState,
+    TacticFailed,
+    TacticResult,
+    TheoremSource,
+)
+from leanloop.lean.transport import ProcessTransport, ReplFraming, Transport
+
+_HEADER_LINE = re.compile(r"^\s*(import\s+\S.*|prelude\s*)$")
+_LEAN_ERROR_PREFIX = "Lean error:\n"
+
+
+class ReplClient:
+    """Sends typed requests to a Lean REPL and returns typed answers."""
+
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
+
+    def send(
+        self, request: proto.ReplRequest
+    ) -> proto.CommandResponse | proto.ProofStepResponse | proto.ReplErrorResponse:
+        return proto.parse_answer(request, self.transport.exchange(request.to_json()))
+
+    def command(self, cmd: str, *, env: int | None = None, all_tactics: bool | None = None):
+        return self.send(proto.CommandRequest(cmd=cmd, env=env, all_tactics=all_tactics))
+
+    def file(self, path: str, *, env: int | None = None, all_tactics: bool | None = None):
+        return self.send(proto.FileRequest(path=path, env=env, all_tactics=all_tactics))
+
+    def tactic(self, tactic: str, proof_state: int):
+        return self.send(proto.TacticRequest(tactic=tactic, proof_state=proof_state))
+
+    def pickle_env(self, env: int, path: str):
+        return self.send(proto.PickleEnvRequest(pickle_to=path, env=env))
+
+    def unpickle_env(self, path: str):
+        return self.send(proto.UnpickleEnvRequest(unpickle_env_from=path))
+
+    @property
+    def generation(self) -> int:
+        return self.transport.generation
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+@dataclass(frozen=True)
+class TacticStep:
+    """A tactic found by elaborating code with ``allTactics``: text, goals before, constants."""
+
+    tactic: str
+    goals_before: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    used_constants: tuple[str, ...]
+    proof_state: int
+
+
+@dataclass(frozen=True)
+class Elaboration:
+    """What Lean reported on a piece of code (positions in the code as given)."""
+
+    messages: tuple[LeanMessage, ...]
+    sorries: tuple[tuple[int | None, str, int | None, int | None], ...]  # state, goal, line, col
+    tactics: tuple[TacticStep, ...]
+    env: int
+
+
+def split_header(code: str) -> tuple[str, str, int]:
+    """``(imports, body, lines in the header part)``: the leading ``import`` lines (with blank
+    lines and comments between them) and the rest."""
+    lines = code.split("\n")
+    end = 0
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if _HEADER_LINE.match(line):
+            end = i + 1
+        elif stripped and not stripped.startswith("--"):
+            break
+    header = "\n".join(line.strip() for line in lines[:end] if _HEADER_LINE.match(line))
+    skip = end
+    while skip < len(lines) and not lines[skip].strip():
+        skip += 1
+    return header, "\n".join(lines[skip:]), skip
+
+
+def _message(m: proto.Message, line_offset: int = 0) -> LeanMessage:
+    def shift(line: int) -> int:
+        return line + line_offset if line > 0 else line
+
+    return LeanMessage(
+        severity="info" if m.severity == "information" else m.severity,
+        text=m.data,
+        line=shift(m.pos.line),
+        column=m.pos.column,
+        end_line=shift(m.end_pos.line) if m.end_pos else None,
+        end_column=m.end_pos.column if m.end_pos else None,
+    )
+
+
+class ReplServer(LeanServer):
+    """``LeanServer`` over the Lean REPL (leanprover-community/repl).
+
+    Imports are elaborated once per process and reused as an environment, so checking many
+    proofs that import Mathlib pays for the import once. Proof states come from ``sorry``s: a
+    goal or theorem statement is elaborated with ``:= by sorry`` and the sorry's proof state is
+    where the proof starts.
+    """
+
+    backend = "repl"
+
+    def __init__(self, transport: Transport) -> None:
+        super().__init__()
+        self.client = ReplClient(transport)
+        self._envs: dict[str, int] = {}
+        self._envs_generation = -1
+
+    @classmethod
+    def launch(
+        cls,
+        project_root: str | Path,
+        repl: str | Path,
+        *,
+        lake: str | Path = "lake",
+        timeout: float = 60.0,
+        start_timeout: float = 300.0,
+        memory_limit_mb: float | None = None,
+        env: dict[str, str] | None = None,
+    ) -> ReplServer:
+        """A REPL process started lazily as ``lake env <repl>`` in the project."""
+        transport = ProcessTransport(
+            [str(lake), "env", str(repl)],
+            ReplFraming(),
+            cwd=project_root,
+            env=env,
+            timeout=timeout,
+            start_timeout=start_timeout,
+            memory_limit_mb=memory_limit_mb,
+            name="Lean REPL",
+        )
+        return cls(transport)
+
+    @property
+    def generation(self) -> int:
+        return self.client.generation
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- environments --------------------------------------------------------------------------
+
+    def _ensure_fresh_cache(self) -> None:
+        if self._envs_generation != self.generation:
+            self._envs.clear()
+            self._envs_generation = self.generation
+
+    def _command(self, cmd: str, env: int | None = None, *, all_tactics: bool | None = None):
+        self.stats.requests += 1
+        answer = self.client.command(cmd, env=env, all_tactics=all_tactics)
+        if isinstance(answer, proto.ReplErrorResponse):
+            self.stats.failures += 1
+            raise LeanRequestError(f"the Lean REPL refused the command: {answer.message}")
+        return answer
+
+    def environment(self, header: str) -> int | None:
+        """The environment after ``header`` (its imports), elaborated once per process."""
+        if not header.strip():
+            return None
+        self._ensure_fresh_cache()
+        if header not in self._envs:
+            answer = self._command(header)
+            errors = [m for m in answer.messages if m.severity == "error"]
+            if errors:
+                raise LeanRequestError(
+                    f"the imports do not elaborate: {errors[0].data}",
+                    hint="check the module names and that the project is built ('lake build')",
+                )
+            self._ensure_fresh_cache()  # the request may have restarted the process
+            self._envs[header] = answer.env
+        return self._envs[header]
+
+    def elaborate(self, code: str, *, all_tactics: bool = False) -> Elaboration:
+        """Elaborate ``code`` (imports are reused); positions refer to ``code`` as given."""
+        header, body, offset = split_header(code)
+        env = self.environment(header)
+        if env is None:
+            body, offset = code, 0
+        answer = self._command(body, env, all_tactics=all_tactics or None)
+        return Elaboration(
+            messages=tuple(_message(m, offset) for m in answer.messages),
+            sorries=tuple(
+                (
+                    s.proof_state,
+                    s.goal,
+                    s.pos.line + offset if s.pos else None,
+                    s.pos.column if s.pos else None,
+                )
+                for s in answer.sorries
+            ),
+            tactics=tuple(
+                TacticStep(
+                    tactic=t.tactic,
+                    goals_before=t.goals,
+                    line=t.pos.line + offset,
+                    column=t.pos.column,
+                    end_line=t.end_pos.line + offset,
+                    end_column=t.end_pos.column,
+                    used_constants=tuple(t.used_constants),
+                    proof_state=t.proof_state,
+                )
+                for t in answer.tactics
+            ),
+            env=answer.env,
+        )
+
+    # -- LeanServer ----------------------------------------------------------------------------
+
+    def check(self, code: str) -> CheckResult:
+        result = self.elaborate(code)
+        return CheckResult.from_messages(
+            result.messages, [goal for _, goal, _, _ in result.sorries]
+        )
+
+    def open_sorries(self, code: str) -> list[ProofState]:
+        """A proof state for each ``sorry`` in ``code`` (which must otherwise elaborate)."""
+        result = self.elaborate(code)
+        errors = [m for m in result.messages if m.severity == "error"]
+        if errors:
+            raise LeanRequestError(f"the code does not elaborate: {errors[0]}")
+        states = [
+            ProofState(state, (goal,), self.generation, id(self))
+            for state, goal, _, _ in result.sorries
+            if state is not None
+        ]
+        if not states:
+            raise LeanRequestError("the code has no sorry to start a proof from")
+        return states
+
+    def start_proof(self, goal: str, *, header: str = "") -> ProofState:
+        code = (
+            f"{header.strip()}\n\nexample : {goal} := by sorry"
+            if header
+            else (f"example : {goal} := by sorry")
+        )
+        return self.open_sorries(code)[0]
+
+    def start_theorem(self, theorem: TheoremSource) -> ProofState:
+        """Elaborate the file up to the theorem, then the theorem's statement with ``sorry``."""
+        header, body, _ = split_header(theorem.prefix)
+        env = self.environment(header)
+        self._ensure_fresh_cache()
+        key = f"{header}\0{body}"
+        if body.strip():
+            if key not in self._envs:
+                answer = self._command(body, env)
+                self._envs[key] = answer.env
+            env = self._envs[key]
+        answer = self._command(f"example {theorem.signature} := by sorry", env)
+        errors = [m for m in answer.messages if m.severity == "error"]
+        if errors or not answer.sorries:
+            problem = errors[0].data if errors else "no proof state was produced"
+            raise LeanRequestError(
+                f"cannot start a proof of {theorem.full_name} ({theorem.file_path}): {problem}"
+            )
+        sorry = answer.sorries[0]
+        return ProofState(sorry.proof_state, (sorry.goal,), self.generation, id(self))
+
+    def run_tactic(
+        self, state: ProofState, tactic: str, *, goal: int | None = None
+    ) -> TacticResult:
+        self._own(state)
+        if goal is not None and goal > 0:
+            tactic = f"on_goal {goal + 1} =>\n  " + tactic.replace("\n", "\n  ")
+        self.stats.requests += 1
+        answer = self.client.tactic(tactic, state.id)
+        if isinstance(answer, proto.ReplErrorResponse):
+            text = answer.message
+            if text.startswith(_LEAN_ERROR_PREFIX):
+                self.stats.failures += 1
+                return TacticFailed(text[len(_LEAN_ERROR_PREFIX) :])
+            raise LeanRequestError(f"the Lean REPL refused the tactic request: {text}")
+        return self._outcome(answer)
+
+    def _outcome(self, answer: proto.ProofStepResponse) -> TacticResult:
+        messages = tuple(_message(m) for m in answer.messages)
+        errors = [m for m in messages if m.severity == "error"]
+        if errors:
+            # An error makes the step fail even when Lean reports no goals left (its error
+            # recovery closes them with sorry).
+            self.stats.failures += 1
+            return TacticFailed(errors[0].text, messages)
+        if answer.sorries:
+            self.stats.failures += 1
+            return TacticFailed("the tactic leaves a sorry", messages)
+        status = answer.proof_status or ""
+        if not answer.goals:
+            if status == "Completed" or not status:
+                return ProofFinished(answer.proof_state, messages)
+            self.stats.failures += 1
+            return TacticFailed(
+                f"no goals are left but the proof is not complete ({status})", messages
+            )
+        return ProofState(
+            answer.proof_state, tuple(answer.goals), self.generation, id(self), messages
+        )
+
+    def release(self, *states: ProofState) -> None:
+        """The REPL keeps every state until the process ends; the pool retires processes."""
