@@ -184,3 +184,19 @@ def test_split_header_keeps_line_numbers():
     assert header == "import Mathlib\nimport Aesop"
     assert body == "-- note\ntheorem x : True" and skipped == 3
     assert split_header("theorem x : True") == ("", "theorem x : True", 0)
+
+
+def test_start_theorem_in_its_file_context(transcripts):
+    from leanloop.lean.scanner import scan
+    from leanloop.lean.server import TheoremSource
+
+    source = "import Mathlib.Tactic.Cases\n\ntheorem succ_gt {x : Nat} : x + 1 > x := by\n  omega\n"
+    scanned = scan(source)
+    theorem = TheoremSource.from_scan(scanned, scanned.by_name["succ_gt"], "Succ.lean")
+    assert theorem.prefix == "import Mathlib.Tactic.Cases\n\n"
+    server = server_for(transcripts["Mathlib/test/H20231115"])
+    state = server.start_theorem(theorem)
+    assert state.goals == ("x : Nat\n⊢ x + 1 > x",)
+    after = server.run_tactic(state, "induction' x with x hx")
+    assert isinstance(after, ProofState) and len(after.goals) == 2
+    assert after.goals[0].startswith("case zero")

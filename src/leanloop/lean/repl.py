@@ -272,7 +272,7 @@ class ReplServer(LeanServer):
                 answer = self._command(body, env)
                 self._envs[key] = answer.env
             env = self._envs[key]
-        answer = self._command(f"example {theorem.signature} := by sorry", env)
+        answer = self._command(theorem.example(), env)
         errors = [m for m in answer.messages if m.severity == "error"]
         if errors or not answer.sorries:
             problem = errors[0].data if errors else "no proof state was produced"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from leanloop.lean.errors import StaleStateError
+from leanloop.lean.scanner import Declaration, SourceScan
 from leanloop.lean.verdict import Verdict, verdict_of
 
 NO_GOALS = "no goals"
@@ -106,6 +107,25 @@ class TheoremSource:
     prefix: str
     signature: str
     module: str | None = None
+    local_context: str = ""  # 'set_option ... in' lines that apply to the theorem
+
+    @classmethod
+    def from_scan(cls, scanned: SourceScan, declaration: Declaration, file_path: str):
+        if declaration.full_name is None:
+            raise ValueError("an unnamed declaration cannot be started by name")
+        module = file_path.removesuffix(".lean").replace("/", ".")
+        return cls(
+            full_name=declaration.full_name,
+            file_path=file_path,
+            prefix=scanned.prefix_before(declaration),
+            signature=declaration.signature,
+            module=module,
+            local_context=declaration.local_context,
+        )
+
+    def example(self) -> str:
+        """The theorem restated as an ``example`` whose proof is ``sorry``."""
+        return f"{self.local_context}example {self.signature} := by sorry"
 
 
 @dataclass

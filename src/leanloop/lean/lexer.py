@@ -1,0 +1,167 @@
+"""A tokenizer for Lean 4 source: identifiers (with Lean's unicode rules), numbers, strings, char
+and name literals, nested and doc comments, and symbols, each with its position."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Kind(Enum):
+    IDENT = "ident"
+    NUMBER = "number"
+    STRING = "string"
+    CHAR = "char"
+    NAME = "name"  # `Foo.bar name literal
+    SYMBOL = "symbol"
+    COMMENT = "comment"  # -- and /- -/
+    DOC = "doc"  # /-- -/
+    MODDOC = "moddoc"  # /-! -/
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    kind: Kind
+    text: str
+    start: int  # offset in the source (characters)
+    end: int
+    line: int  # 1-based
+    column: int  # 0-based, in characters (as Lean reports positions)
+    line_start: bool  # first token (comments included) on its line
+
+
+def _letter_like_ranges() -> str:
+    # Lean 4's isLetterLike (greek without λ, Π, Σ; coptic; polytonic greek; letterlike block;
+    # mathematical alphanumerics), plus ASCII letters and '_'.
+    return (
+        "A-Za-z_"
+        "\u03b1-\u03ba\u03bc-\u03c9"
+        "\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9"
+        "\u03ca-\u03fb"
+        "\u1f00-\u1ffe"
+        "\u2100-\u214f"
+        "\U0001d49c-\U0001d59f"
+    )
+
+
+_START = _letter_like_ranges()
+# Subscripts (₀-₉, ₐ-ₜ, ᵢ-ᵪ, ⱼ) and the extra identifier characters.
+_REST = _START + "0-9'!?\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a\u2c7c"
+_ATOM = rf"(?:[{_START}][{_REST}]*|«[^»\n]*»)"
+_IDENT = re.compile(rf"{_ATOM}(?:\.{_ATOM}|\.[0-9]+)*")
+_NUMBER = re.compile(
+    r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
+)
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_CHAR = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^'\\\n])'")
+_NAME = re.compile(rf"``?{_ATOM}(?:\.{_ATOM})*")
+_WHITESPACE = re.compile(r"[ \t\r\f\v]+")
+_COMMENT_MARK = re.compile(r"/-|-/")
+_SYMBOLS = (":=", "@[", "=>", "<;>", "..", "::", "<|", "|>", "←", "→", "↔")
+
+
+def tokenize(source: str) -> list[Token]:
+    """All tokens of ``source`` in order, comments included; never fails (unknown characters
+    become one-character symbols, an unterminated comment or string runs to the end)."""
+    tokens: list[Token] = []
+    pos, line, line_offset = 0, 1, 0
+    length = len(source)
+    first_on_line = True
+
+    def add(kind: Kind, start: int, end: int) -> None:
+        nonlocal first_on_line
+        tokens.append(
+            Token(kind, source[start:end], start, end, line, start - line_offset, first_on_line)
+        )
+        first_on_line = False
+
+    def advance_lines(start: int, end: int) -> None:
+        nonlocal line, line_offset
+        newlines = source.count("\n", start, end)
+        if newlines:
+            line += newlines
+            line_offset = source.rfind("\n", start, end) + 1
+
+    while pos < length:
+        char = source[pos]
+        if char == "\n":
+            pos += 1
+            line += 1
+            line_offset = pos
+            first_on_line = True
+            continue
+        match = _WHITESPACE.match(source, pos)
+        if match:
+            pos = match.end()
+            continue
+        if source.startswith("--", pos):
+            end = source.find("\n", pos)
+            end = length if end < 0 else end
+            add(Kind.COMMENT, pos, end)
+            pos = end
+            continue
+        if source.startswith("/-", pos):
+            end = _block_comment_end(source, pos)
+            kind = (
+                Kind.DOC
+                if source.startswith("/--", pos) and not source.startswith("/--/", pos)
+                else Kind.MODDOC
+                if source.startswith("/-!", pos)
+                else Kind.COMMENT
+            )
+            add(kind, pos, end)
+            advance_lines(pos, end)
+            pos = end
+            continue
+        if char == '"':
+            match = _STRING.match(source, pos)
+            end = match.end() if match else length
+            add(Kind.STRING, pos, end)
+            advance_lines(pos, end)
+            pos = end
+            continue
+        if char == "'":
+            match = _CHAR.match(source, pos)
+            if match:
+                add(Kind.CHAR, pos, match.end())
+                pos = match.end()
+                continue
+        if char == "`":
+            match = _NAME.match(source, pos)
+            if match:
+                add(Kind.NAME, pos, match.end())
+                pos = match.end()
+                continue
+        match = _IDENT.match(source, pos)
+        if match:
+            add(Kind.IDENT, pos, match.end())
+            pos = match.end()
+            continue
+        match = _NUMBER.match(source, pos)
+        if match:
+            add(Kind.NUMBER, pos, match.end())
+            pos = match.end()
+            continue
+        for symbol in _SYMBOLS:
+            if source.startswith(symbol, pos):
+                add(Kind.SYMBOL, pos, pos + len(symbol))
+                pos += len(symbol)
+                break
+        else:
+            add(Kind.SYMBOL, pos, pos + 1)
+            pos += 1
+    return tokens
+
+
+def _block_comment_end(source: str, start: int) -> int:
+    """End offset of the (nested) block comment starting at ``start``."""
+    depth, pos = 0, start
+    while True:
+        match = _COMMENT_MARK.search(source, pos)
+        if match is None:
+            return len(source)
+        depth += 1 if match.group() == "/-" else -1
+        pos = match.end()
+        if depth == 0:
+            return pos

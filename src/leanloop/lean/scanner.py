@@ -1,0 +1,425 @@
+"""A pure-Python scanner of Lean 4 source files: the declarations (with namespace, section, open
+and variable context, modifiers, attributes and doc comments), each one's statement and code and
+position, the imports, and where ``sorry`` stands. No Lean needed.
+
+Positions are Lean's: 1-based lines, 0-based columns counted in characters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from leanloop.lean.lexer import Kind, Token, tokenize
+
+DECLARATION_KEYWORDS = frozenset(
+    {
+        "theorem",
+        "lemma",
+        "def",
+        "abbrev",
+        "instance",
+        "structure",
+        "class",
+        "inductive",
+        "axiom",
+        "opaque",
+        "example",
+        "irreducible_def",
+    }
+)
+MODIFIERS = frozenset(
+    {"private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "scoped", "local"}
+)
+# Commands that end the previous declaration when they start a line at column 0.
+OTHER_COMMANDS = frozenset(
+    {
+        "namespace", "section", "end", "open", "variable", "universe", "import", "set_option",
+        "attribute", "mutual", "macro", "macro_rules", "syntax", "elab", "elab_rules",
+        "notation", "infix", "infixl", "infixr", "prefix", "postfix", "initialize",
+        "builtin_initialize", "deriving", "export", "omit", "include", "alias", "run_cmd",
+        "add_decl_doc", "assert_not_exists", "library_note", "compile_inductive", "prelude",
+        "#check", "#eval", "#print", "#reduce", "#exit", "#guard", "#synth", "#lint", "#align",
+        "#help", "#find", "#adaptation_note", "#guard_msgs", "#time",
+    }
+)  # fmt: skip
+# Words after which a declaration's header (its statement) is over.
+_HEADER_ENDS = frozenset({":=", "where", "termination_by", "decreasing_by", "deriving"})
+_OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
+_CLOSE = frozenset(_OPEN.values())
+THEOREM_KINDS = frozenset({"theorem", "lemma"})
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a source file: offset (characters), line (1-based), column (0-based)."""
+
+    offset: int
+    line: int
+    column: int
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """One declaration found in a file."""
+
+    kind: str
+    name: str | None  # as written (None for example and unnamed instances)
+    full_name: str | None  # with the enclosing namespaces
+    modifiers: tuple[str, ...]
+    attributes: tuple[str, ...]
+    doc: str | None
+    namespace: tuple[str, ...]
+    opens: tuple[str, ...]
+    start: Location  # first modifier or the keyword (attributes and doc comment come before)
+    statement_end: Location  # end of the header: before ':=', 'where', a '|' alternative, ...
+    end: Location  # end of the whole declaration
+    code_start: Location  # doc comment or attribute start, else ``start``
+    source: str = field(repr=False, compare=False)
+    context_start: Location | None = None  # start of 'set_option ... in' / 'open ... in' before
+    sorries: tuple[Location, ...] = ()
+    signature_start: int = 0  # offset after the name (and its universe parameters)
+
+    @property
+    def statement(self) -> str:
+        """The declaration up to its body: modifiers, keyword, name, binders and type."""
+        return self.source[self.start.offset : self.statement_end.offset].rstrip()
+
+    @property
+    def signature(self) -> str:
+        """What follows the name up to the body: binders and type."""
+        return self.source[self.signature_start : self.statement_end.offset].strip()
+
+    @property
+    def local_context(self) -> str:
+        """The ``set_option ... in`` / ``open ... in`` lines that apply to this declaration."""
+        start = self.context_start or self.code_start
+        return self.source[start.offset : self.code_start.offset]
+
+    @property
+    def code(self) -> str:
+        """The whole declaration text, doc comment and attributes included."""
+        return self.source[self.code_start.offset : self.end.offset].rstrip()
+
+    @property
+    def is_theorem(self) -> bool:
+        return self.kind in THEOREM_KINDS
+
+    @property
+    def has_sorry(self) -> bool:
+        return bool(self.sorries)
+
+    def contains(self, line: int, column: int) -> bool:
+        after_start = (line, column) >= (self.start.line, self.start.column)
+        return after_start and (line, column) < (self.end.line, self.end.column)
+
+
+@dataclass
+class SourceScan:
+    """What the scanner found in one file."""
+
+    source: str = field(repr=False)
+    imports: tuple[str, ...]
+    declarations: list[Declaration]
+    sorries: tuple[Location, ...]
+
+    @cached_property
+    def by_name(self) -> dict[str, Declaration]:
+        return {d.full_name: d for d in self.declarations if d.full_name}
+
+    def theorems(self) -> list[Declaration]:
+        return [d for d in self.declarations if d.is_theorem]
+
+    def enclosing(self, line: int, column: int) -> Declaration | None:
+        """The declaration containing a position (the innermost when nested)."""
+        found = None
+        for declaration in self.declarations:
+            if declaration.contains(line, column):
+                found = declaration
+        return found
+
+    def prefix_before(self, declaration: Declaration) -> str:
+        """The file's text before a declaration and its ``... in`` lines (the context to
+        elaborate it in)."""
+        start = declaration.context_start or declaration.code_start
+        return self.source[: start.offset]
+
+
+@dataclass
+class _Scope:
+    kind: str  # namespace | section | mutual
+    names: tuple[str, ...] = ()
+    opens: list[str] = field(default_factory=list)
+
+
+def scan(source: str) -> SourceScan:
+    """Scan Lean 4 source text."""
+    return _Scanner(source).run()
+
+
+class _Scanner:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        tokens = tokenize(source)
+        self.sorries = tuple(
+            _loc(t) for t in tokens if t.kind is Kind.IDENT and t.text in ("sorry", "admit")
+        )
+        # Doc comments stay (they belong to declarations); other comments are dropped.
+        self.tokens = [t for t in tokens if t.kind is not Kind.COMMENT]
+        self.depth = self._depths()
+        self.scopes: list[_Scope] = [_Scope("file")]
+        self.imports: list[str] = []
+        self.declarations: list[Declaration] = []
+        self._pending_in: Location | None = None
+
+    def _depths(self) -> list[int]:
+        """Bracket depth before each token."""
+        depths, depth = [], 0
+        for token in self.tokens:
+            depths.append(depth)
+            if token.kind is Kind.SYMBOL:
+                if token.text in _OPEN:
+                    depth += 1
+                elif token.text in _CLOSE:
+                    depth = max(0, depth - 1)
+        return depths
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _is_command_start(self, index: int) -> bool:
+        """Whether token ``index`` begins a new command (ending the previous one)."""
+        token = self.tokens[index]
+        if self.depth[index] != 0 or not token.line_start:
+            return False
+        if token.kind is Kind.DOC or token.kind is Kind.MODDOC:
+            return token.column == 0
+        if token.kind is Kind.SYMBOL:  # attributes, and #check-like commands
+            return token.text in ("@[", "#") and token.column == 0
+        if token.kind is not Kind.IDENT:
+            return False
+        if token.text in DECLARATION_KEYWORDS:
+            return True
+        if token.text in MODIFIERS:
+            return self._modifies_declaration(index)
+        return token.column == 0 and token.text in OTHER_COMMANDS
+
+    def _modifies_declaration(self, index: int) -> bool:
+        """A modifier run at line start followed by a declaration keyword (or section)."""
+        j = index
+        while j < len(self.tokens) and self.tokens[j].text in MODIFIERS:
+            j += 1
+        return j < len(self.tokens) and (
+            self.tokens[j].text in DECLARATION_KEYWORDS
+            or self.tokens[j].text in ("section", "@[", "instance", "notation", "attribute")
+        )
+
+    def _next_command(self, index: int) -> int:
+        """Index of the first command start after ``index`` (or the number of tokens)."""
+        for j in range(index + 1, len(self.tokens)):
+            if self._is_command_start(j):
+                return j
+        return len(self.tokens)
+
+    def _matching(self, index: int) -> int:
+        """Index just after the bracket closing the one opened at ``index``."""
+        depth = self.depth[index]
+        for j in range(index + 1, len(self.tokens)):
+            if self.depth[j] == depth + 1 and self.tokens[j].text in _CLOSE:
+                return j + 1
+            if self.depth[j] <= depth:
+                return j
+        return len(self.tokens)
+
+    def _end_location(self, stop: int) -> Location:
+        """Where the text before token ``stop`` ends (trailing blanks and doc comments excluded)."""
+        last = stop - 1
+        while last >= 0 and self.tokens[last].kind is Kind.DOC:
+            last -= 1
+        if last < 0:
+            return Location(0, 1, 0)
+        token = self.tokens[last]
+        return _loc_end(self.source, token)
+
+    def _namespace(self) -> tuple[str, ...]:
+        return tuple(
+            name for scope in self.scopes if scope.kind == "namespace" for name in scope.names
+        )
+
+    def _opens(self) -> tuple[str, ...]:
+        return tuple(name for scope in self.scopes for name in scope.opens)
+
+    # -- the scan --------------------------------------------------------------------------------
+
+    def run(self) -> SourceScan:
+        i, n = 0, len(self.tokens)
+        while i < n:
+            token = self.tokens[i]
+            if not self._is_command_start(i):
+                i += 1
+                continue
+            if (
+                token.kind is Kind.DOC
+                or token.text == "@["
+                or token.text in MODIFIERS
+                or (token.text in DECLARATION_KEYWORDS)
+            ):
+                i = self._declaration(i)
+            else:
+                i = self._command(i)
+        return SourceScan(self.source, tuple(self.imports), self.declarations, self.sorries)
+
+    def _command(self, i: int) -> int:
+        token = self.tokens[i]
+        stop = self._next_command(i)
+        words = [t.text for t in self.tokens[i + 1 : stop]]
+        keyword = token.text
+        if words and words[-1] == "in":  # applies to the next command only
+            if self._pending_in is None:
+                self._pending_in = _loc(token)
+            return stop
+        self._pending_in = None
+        if keyword == "import":
+            self.imports.extend(w for w in words if w not in ("runtime",))
+        elif keyword == "namespace" and words:
+            self.scopes.append(_Scope("namespace", tuple(words[0].split("."))))
+        elif keyword == "section":
+            self.scopes.append(_Scope("section", tuple(words[:1])))
+        elif keyword == "mutual":
+            self.scopes.append(_Scope("mutual"))
+        elif keyword == "end":
+            if len(self.scopes) > 1:
+                self.scopes.pop()
+        elif keyword == "open" and "in" not in words:
+            self.scopes[-1].opens.extend(w for w in words if w not in ("scoped", "hiding"))
+        return stop
+
+    def _declaration(self, i: int) -> int:
+        start_index = i
+        doc = None
+        attributes: list[str] = []
+        modifiers: list[str] = []
+        tokens = self.tokens
+        while i < len(tokens):
+            token = tokens[i]
+            if token.kind is Kind.DOC:
+                doc = token.text[3:-2].strip() if token.text.endswith("-/") else token.text[3:]
+                i += 1
+            elif token.text == "@[":
+                close = self._matching(i)
+                attributes.extend(
+                    part.strip()
+                    for part in self.source[token.end : tokens[close - 1].start].split(",")
+                    if part.strip()
+                )
+                i = close
+            elif token.text in MODIFIERS:
+                modifiers.append(token.text)
+                i += 1
+            else:
+                break
+        if i >= len(tokens) or tokens[i].text not in DECLARATION_KEYWORDS:
+            if i < len(tokens) and tokens[i].text == "section":  # noncomputable section
+                return self._command(i)
+            return max(i, start_index + 1)
+        keyword_index = i
+        kind = tokens[i].text
+        i += 1
+        if kind == "class" and i < len(tokens) and tokens[i].text == "inductive":
+            kind = "class inductive"
+            i += 1
+        name, i = self._name(kind, i)
+        signature_start = tokens[i].start if i < len(tokens) else len(self.source)
+        stop = self._next_command(keyword_index)
+        header_end = self._header_end(i, stop)
+        first = tokens[keyword_index - len(modifiers)] if modifiers else tokens[keyword_index]
+        namespace = self._namespace()
+        full_name = None
+        if name is not None:
+            if name.startswith("_root_."):
+                full_name = name[len("_root_.") :]
+            else:
+                full_name = ".".join((*namespace, name))
+        end = self._end_location(stop)
+        start = _loc(first)
+        self.declarations.append(
+            Declaration(
+                kind=kind,
+                name=name,
+                full_name=full_name,
+                modifiers=tuple(modifiers),
+                attributes=tuple(attributes),
+                doc=doc,
+                namespace=namespace,
+                opens=self._opens(),
+                start=start,
+                statement_end=header_end,
+                end=end,
+                code_start=_loc(tokens[start_index]),
+                source=self.source,
+                sorries=tuple(s for s in self.sorries if start.offset <= s.offset < end.offset),
+                signature_start=signature_start,
+                context_start=self._pending_in,
+            )
+        )
+        self._pending_in = None
+        return stop
+
+    def _name(self, kind: str, i: int) -> tuple[str | None, int]:
+        tokens = self.tokens
+        if kind == "example" or i >= len(tokens):
+            return None, i
+        if kind == "instance":
+            while i < len(tokens) and tokens[i].text == "(" and "priority" in tokens[i + 1].text:
+                i = self._matching(i)
+        token = tokens[i]
+        if token.kind is not Kind.IDENT or token.text in ("where", "extends"):
+            return None, i
+        name = token.text.replace("«", "").replace("»", "")
+        i += 1
+        # universe parameters: name.{u, v}
+        if (
+            i + 1 < len(tokens)
+            and tokens[i].text == "."
+            and tokens[i].start == token.end
+            and tokens[i + 1].text == "{"
+        ):
+            i = self._matching(i + 1)
+        return name, i
+
+    def _is_alternative(self, j: int, stop: int) -> bool:
+        """A '|' starting a line with '=>' later on that line: a pattern-matching alternative
+        (not an absolute value ``|x|``)."""
+        if self.tokens[j].text != "|" or not self.tokens[j].line_start:
+            return False
+        for k in range(j + 1, stop):
+            if self.tokens[k].line_start:
+                return False
+            if self.tokens[k].text == "=>" and self.depth[k] == self.depth[j]:
+                return True
+        return False
+
+    def _header_end(self, i: int, stop: int) -> Location:
+        """End of the declaration header: before the first ':=', 'where', ... at bracket depth
+        0, or a '|' that starts a line (a pattern-matching alternative)."""
+        base = self.depth[i] if i < len(self.tokens) else 0
+        for j in range(i, stop):
+            token = self.tokens[j]
+            if self.depth[j] != base:
+                continue
+            if token.text in _HEADER_ENDS or self._is_alternative(j, stop):
+                if j == 0:
+                    return _loc(token)
+                return _loc_end(self.source, self.tokens[j - 1])
+        return self._end_location(stop)
+
+
+def _loc(token: Token) -> Location:
+    return Location(token.start, token.line, token.column)
+
+
+def _loc_end(source: str, token: Token) -> Location:
+    newlines = source.count("\n", token.start, token.end)
+    if not newlines:
+        return Location(token.end, token.line, token.column + (token.end - token.start))
+    last = source.rfind("\n", token.start, token.end)
+    return Location(token.end, token.line + newlines, token.end - last - 1)
