@@ -1,0 +1,168 @@
+"""Load a causal language model and its tokenizer for tactic generation from a packaged name, a
+hub name, a checkpoint directory or a LoRA adapter directory, with errors a user can act on."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from leanloop.errors import LeanloopError
+from leanloop.ml.models import CHATML_TEMPLATE, hub_offline, packaged_models, resolve_model
+
+log = logging.getLogger(__name__)
+
+#: The file PEFT writes into a saved adapter directory.
+ADAPTER_CONFIG = "adapter_config.json"
+
+#: The end-of-turn token of ChatML templates; generation stops on it when the vocabulary has it.
+END_OF_TURN = "<|im_end|>"
+
+
+@dataclass
+class CausalLM:
+    """A loaded model with its tokenizer, and where it came from."""
+
+    model: Any
+    tokenizer: Any
+    source: str  # what was resolved: a directory or a hub name
+    base_model: str  # the full model underneath (the source itself unless it is an adapter)
+    adapter: bool  # whether ``model`` is a PEFT model with a LoRA adapter
+
+
+def adapter_base(directory: str | os.PathLike) -> str | None:
+    """The base model named by a saved LoRA adapter directory (None if it is not one)."""
+    config = Path(directory) / ADAPTER_CONFIG
+    if not config.is_file():
+        return None
+    try:
+        base = json.loads(config.read_text()).get("base_model_name_or_path")
+    except (OSError, ValueError) as exc:
+        raise LeanloopError(f"{config}: cannot read the adapter configuration: {exc}") from exc
+    if not base:
+        raise LeanloopError(
+            f"{config}: field 'base_model_name_or_path' is missing",
+            hint="write the base model's name or path into it",
+        )
+    return str(base)
+
+
+def model_not_found(name: str) -> LeanloopError:
+    """The error for a model name that is neither a local path, nor cached, nor reachable."""
+    text = os.fspath(name)
+    names = ", ".join(
+        f"{m.name}{'' if installed else ' (not installed)'}" for m, installed in packaged_models()
+    )
+    hint = f"give a checkpoint directory or a packaged offline model: {names}"
+    if text.startswith(("/", "./", "../", "~")) or text.count("/") > 1 or "\\" in text:
+        return LeanloopError(f"model {text!r}: no such directory", hint=hint)
+    hub = "off (HF_HUB_OFFLINE=1)" if hub_offline() else "unreachable or does not have it"
+    return LeanloopError(
+        f"unknown model {text!r}: not a local path, not in the Hugging Face cache, and the hub "
+        f"is {hub}",
+        hint=hint,
+    )
+
+
+def _from_pretrained(loader, source: str, name: str, **kwargs):
+    """Call a ``from_pretrained`` and turn 'cannot find or read it' into a one-line error."""
+    try:
+        return loader.from_pretrained(source, **kwargs)
+    except (OSError, ValueError) as exc:
+        if "Unrecognized configuration class" in str(exc):
+            raise LeanloopError(
+                f"model {name!r} is not a causal language model ({_first_line(exc)})",
+                hint="tactic generators need a decoder-only model (Llama, Qwen3, GPT-2, ...)",
+            ) from exc
+        local = Path(source).expanduser()
+        if local.is_dir():
+            raise LeanloopError(
+                f"model {name!r}: {local} holds no usable checkpoint ({_first_line(exc)})",
+                hint="point at a directory with config.json and the weights, or at a trainer's "
+                "output directory",
+            ) from exc
+        if local.exists():
+            raise LeanloopError(
+                f"model {name!r}: {local} is a file, not a checkpoint directory"
+            ) from exc
+        raise model_not_found(name) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def load_tokenizer(source: str, name: str | None = None):
+    """The tokenizer at ``source``, ready for chat prompts: a pad token and a chat template."""
+    from transformers import AutoTokenizer
+
+    tokenizer = _from_pretrained(AutoTokenizer, source, name or source)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "chat_template", None):
+        log.warning("%s has no chat template; using ChatML", name or source)
+        tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
+def load_causal_lm(
+    name_or_path: str | os.PathLike,
+    *,
+    dtype=None,
+    trainable: bool = False,
+    cache_dir: Path | None = None,
+) -> CausalLM:
+    """Load a model for generation or further training.
+
+    ``name_or_path`` goes through :func:`resolve_model`. A directory holding a LoRA adapter
+    (``adapter_config.json``) loads its base model (resolved the same way) with the adapter on
+    top; ``trainable`` keeps the adapter weights trainable. ``dtype`` defaults to float32.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    name = os.fspath(name_or_path)
+    source = resolve_model(name, cache_dir=cache_dir)
+    dtype = dtype or torch.float32
+    base_name = adapter_base(source) if Path(source).is_dir() else None
+    if base_name is None:
+        model = _from_pretrained(AutoModelForCausalLM, source, name, dtype=dtype)
+        tokenizer = load_tokenizer(source, name)
+        base = str(Path(source).absolute()) if Path(source).exists() else name
+        return CausalLM(model, tokenizer, source, base, adapter=False)
+
+    from peft import PeftModel
+
+    base_source = resolve_model(base_name, cache_dir=cache_dir)
+    if adapter_base(base_source) is not None:
+        raise LeanloopError(
+            f"adapter {source}: its base model {base_name} is itself an adapter",
+            hint="merge the first adapter into a full model before training another on top",
+        )
+    base_model = _from_pretrained(AutoModelForCausalLM, base_source, base_name, dtype=dtype)
+    model = PeftModel.from_pretrained(base_model, source, is_trainable=trainable)
+    has_tokenizer = any(
+        (Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")
+    )
+    tokenizer = load_tokenizer(source if has_tokenizer else base_source, name)
+    return CausalLM(model, tokenizer, source, base_name, adapter=True)
+
+
+def end_token_ids(model, tokenizer) -> list[int]:
+    """Every token id that ends a reply: the tokenizer's and the model's end tokens and the
+    ChatML end-of-turn token when the vocabulary has it as one token."""
+    ids: list[int] = []
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(configured, int):
+        configured = [configured]
+    for token_id in [tokenizer.eos_token_id, *(configured or [])]:
+        if token_id is not None and token_id not in ids:
+            ids.append(int(token_id))
+    vocab = tokenizer.get_vocab()
+    if END_OF_TURN in vocab and vocab[END_OF_TURN] not in ids:
+        ids.append(int(vocab[END_OF_TURN]))
+    return ids

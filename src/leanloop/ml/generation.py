@@ -1,0 +1,251 @@
+"""Generate the top-k tactics for proof states with a causal language model (a full checkpoint or
+a LoRA adapter), batched, in the shared prompt format, ranked by log-probability."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from leanloop.data.prompt import PromptFormat
+from leanloop.errors import LeanloopError
+from leanloop.ml.causal import END_OF_TURN, end_token_ids, load_causal_lm
+
+
+class DecodingOptions(BaseModel):
+    """How candidates are produced.
+
+    ``beam`` keeps the ``num_beams`` (at least k) most likely replies; ``sample`` draws
+    ``num_samples`` (at least k) replies at ``temperature``/``top_p``; ``greedy`` returns one.
+    Prompts longer than ``max_prompt_tokens`` lose their beginning.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: Literal["beam", "sample", "greedy"] = "beam"
+    num_beams: int | None = Field(None, ge=1)
+    num_samples: int | None = Field(None, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    max_new_tokens: int = Field(64, ge=1)
+    max_prompt_tokens: int | None = Field(2048, ge=1)
+    batch_size: int = Field(8, ge=1)
+    seed: int | None = None
+
+
+class GeneratedTactic(NamedTuple):
+    """A tactic and its score: the log-probability of the reply under the model."""
+
+    tactic: str
+    score: float
+
+
+def rank_tactics(
+    candidates: Iterable[tuple[str, float]], prompt_format: PromptFormat, k: int
+) -> list[GeneratedTactic]:
+    """Parse replies into tactics, keep each tactic once (whitespace-insensitive, best score),
+    drop replies without one, and return the ``k`` best by score."""
+    best: dict[str, GeneratedTactic] = {}
+    for text, score in candidates:
+        tactic = prompt_format.parse(text.split(END_OF_TURN, 1)[0])
+        if tactic is None:
+            continue
+        key = " ".join(tactic.split())
+        if key not in best or score > best[key].score:
+            best[key] = GeneratedTactic(tactic, float(score))
+    return sorted(best.values(), key=lambda g: -g.score)[:k]
+
+
+class TacticGenerator:
+    """Top-k tactics for proof states.
+
+    ``TacticGenerator("smollm2-135m-instruct")``, a checkpoint directory, a trainer's output
+    directory (its latest checkpoint) or a LoRA adapter directory (loaded onto its base model);
+    the model runs on the detected device. ``TacticGenerator.from_model(model, tokenizer)`` wraps
+    a model already in memory.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str | os.PathLike,
+        *,
+        prompt_format: PromptFormat | None = None,
+        options: DecodingOptions | None = None,
+        device: str | None = None,
+        **option_overrides: Any,
+    ) -> None:
+        from leanloop.ml.device import detect_hardware
+
+        hardware = detect_hardware()
+        loaded = load_causal_lm(model_name_or_path, dtype=hardware.torch_dtype)
+        self.source = loaded.source
+        self._setup(
+            loaded.model,
+            loaded.tokenizer,
+            prompt_format,
+            options,
+            device or hardware.device,
+            option_overrides,
+        )
+
+    @classmethod
+    def from_model(
+        cls,
+        model,
+        tokenizer,
+        *,
+        prompt_format: PromptFormat | None = None,
+        options: DecodingOptions | None = None,
+        device: str | None = None,
+        **option_overrides: Any,
+    ) -> TacticGenerator:
+        """A generator around a model and tokenizer in memory (e.g. a trainer's ``model``)."""
+        self = cls.__new__(cls)
+        self.source = getattr(getattr(model, "config", None), "_name_or_path", "") or "(memory)"
+        if device is None:
+            device = str(next(model.parameters()).device)
+        self._setup(model, tokenizer, prompt_format, options, device, option_overrides)
+        return self
+
+    def _setup(self, model, tokenizer, prompt_format, options, device, overrides) -> None:
+        self.model = model.to(device)
+        self.model.eval()
+        self.tokenizer = tokenizer
+        self.device = device
+        self.prompt_format = prompt_format or PromptFormat()
+        options = options or DecodingOptions()
+        self.options = _with(options, overrides)
+        self.end_ids = end_token_ids(model, tokenizer)
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+
+    def prompt_text(self, state: str) -> str:
+        """The rendered chat prompt for a state, ending where the reply begins."""
+        return self.tokenizer.apply_chat_template(
+            self.prompt_format.prompt(state), tokenize=False, add_generation_prompt=True
+        )
+
+    def generate(self, state: str, k: int = 8, **overrides: Any) -> list[GeneratedTactic]:
+        """Up to ``k`` distinct tactics for ``state``, best first."""
+        return self.generate_batch([state], k, **overrides)[0]
+
+    def generate_batch(
+        self, states: Sequence[str], k: int = 8, **overrides: Any
+    ) -> list[list[GeneratedTactic]]:
+        """``generate`` for many states, ``options.batch_size`` states per forward pass."""
+        if k < 1:
+            raise LeanloopError(f"k={k}: ask for at least one tactic")
+        options = _with(self.options, overrides)
+        results: list[list[GeneratedTactic]] = []
+        for start in range(0, len(states), options.batch_size):
+            chunk = list(states[start : start + options.batch_size])
+            results.extend(self._generate_chunk(chunk, k, options))
+        return results
+
+    def _encode(self, states: list[str], options: DecodingOptions):
+        import torch
+
+        pad = self.tokenizer.pad_token_id
+        rows = []
+        for state in states:
+            ids = self.tokenizer(self.prompt_text(state), add_special_tokens=False)["input_ids"]
+            if options.max_prompt_tokens is not None:
+                ids = ids[-options.max_prompt_tokens :]
+            rows.append(ids)
+        width = max(len(r) for r in rows)
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+        return input_ids.to(self.device), mask.to(self.device)
+
+    def _generation_config(self, k: int, options: DecodingOptions):
+        from transformers import GenerationConfig
+
+        common = {
+            "max_new_tokens": options.max_new_tokens,
+            "eos_token_id": self.end_ids,
+            "pad_token_id": self.tokenizer.pad_token_id,
+            "return_dict_in_generate": True,
+        }
+        if options.method == "beam":
+            beams = max(k, options.num_beams or k)
+            return GenerationConfig(
+                do_sample=False,
+                num_beams=beams,
+                num_return_sequences=beams,
+                length_penalty=0.0,  # rank by total log-probability
+                early_stopping=True,
+                output_scores=True,
+                **common,
+            )
+        if options.method == "sample":
+            return GenerationConfig(
+                do_sample=True,
+                num_beams=1,
+                num_return_sequences=max(k, options.num_samples or k),
+                temperature=options.temperature,
+                top_p=options.top_p,
+                top_k=0,
+                output_logits=True,
+                **common,
+            )
+        return GenerationConfig(do_sample=False, num_beams=1, output_logits=True, **common)
+
+    def _generate_chunk(
+        self, states: list[str], k: int, options: DecodingOptions
+    ) -> list[list[GeneratedTactic]]:
+        import torch
+
+        input_ids, attention_mask = self._encode(states, options)
+        config = self._generation_config(k, options)
+        if options.seed is not None:
+            torch.manual_seed(options.seed)
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+            )
+        generated = out.sequences[:, input_ids.shape[1] :]
+        if options.method == "beam":
+            scores = out.sequences_scores.float().tolist()
+        else:
+            scores = self._sequence_logprobs(out, generated)
+        per_state = generated.shape[0] // len(states)
+        results = []
+        for i in range(len(states)):
+            candidates = []
+            for j in range(i * per_state, (i + 1) * per_state):
+                text = self.tokenizer.decode(generated[j], skip_special_tokens=True)
+                candidates.append((text, scores[j]))
+            results.append(rank_tactics(candidates, self.prompt_format, k))
+        return results
+
+    def _sequence_logprobs(self, out, generated) -> list[float]:
+        """Sum of the model's log-probabilities of each reply's tokens, up to its end token."""
+        import torch
+
+        logits = torch.stack(out.logits, dim=1).float()  # (n, steps, vocab)
+        logprobs = torch.log_softmax(logits, dim=-1)
+        token_logprobs = logprobs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)
+        ended = torch.isin(generated, torch.tensor(self.end_ids, device=generated.device))
+        # keep tokens up to and including the first end token
+        after_end = (ended.cumsum(dim=1) - ended.long()) > 0
+        token_logprobs = token_logprobs.masked_fill(after_end, 0.0)
+        return token_logprobs.sum(dim=1).tolist()
+
+
+def _with(options: DecodingOptions, overrides: dict[str, Any]) -> DecodingOptions:
+    if not overrides:
+        return options
+    unknown = set(overrides) - set(DecodingOptions.model_fields)
+    if unknown:
+        raise LeanloopError(
+            f"unknown decoding option(s): {', '.join(sorted(unknown))}",
+            hint=f"valid options: {', '.join(DecodingOptions.model_fields)}",
+        )
+    try:
+        return DecodingOptions.model_validate({**options.model_dump(), **overrides})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = ".".join(str(part) for part in error["loc"])
+        raise LeanloopError(f"decoding option '{name}': {error['msg']}") from exc

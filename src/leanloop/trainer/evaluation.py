@@ -1,0 +1,114 @@
+"""Top-k exact-match accuracy of generated tactics against the recorded ones on a LeanDojo split
+(a split file, a dataset directory, or theorems), comparing with whitespace collapsed."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import BaseModel, computed_field
+
+from leanloop.data.leandojo import LeanDojoDataset
+from leanloop.data.prompt import PromptFormat
+from leanloop.data.records import Theorem
+from leanloop.errors import LeanloopError
+from leanloop.trainer.rewards import normalize_tactic
+
+log = logging.getLogger(__name__)
+
+
+class Generator(Protocol):
+    """Anything that proposes ranked tactics for a batch of states (e.g. ``TacticGenerator``)."""
+
+    def generate_batch(self, states: Sequence[str], k: int = ..., **kw: Any) -> list[list[Any]]:
+        """Candidates per state, best first: strings or ``(tactic, score)`` pairs."""
+        ...
+
+
+class TacticAccuracy(BaseModel):
+    """How often the recorded tactic is the first candidate, and among the first ``k``."""
+
+    steps: int
+    k: int
+    top1_hits: int
+    topk_hits: int
+
+    @computed_field
+    @property
+    def top1(self) -> float:
+        return self.top1_hits / self.steps if self.steps else 0.0
+
+    @computed_field
+    @property
+    def topk(self) -> float:
+        return self.topk_hits / self.steps if self.steps else 0.0
+
+    def __str__(self) -> str:
+        return f"top-1 {self.top1:.3f}, top-{self.k} {self.topk:.3f} on {self.steps} steps"
+
+
+def same_tactic(a: str, b: str) -> bool:
+    """Whether two tactics are equal once whitespace is collapsed."""
+    return normalize_tactic(a) == normalize_tactic(b)
+
+
+def load_steps(
+    source: str | os.PathLike | Iterable[Theorem],
+    *,
+    split: str = "random/test",
+    prompt_format: PromptFormat | None = None,
+    max_steps: int | None = None,
+) -> list[tuple[str, str]]:
+    """``(state, recorded tactic)`` for every usable step (``sorry`` steps skipped) of a split
+    file, of ``split`` in a dataset directory, or of theorems."""
+    prompt_format = prompt_format or PromptFormat()
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        if path.is_dir():
+            path = path / f"{split}.json"
+        if not path.is_file():
+            raise LeanloopError(
+                f"missing data split file {path}",
+                hint="give a LeanDojo split file (e.g. random/test.json) or a dataset directory",
+            )
+        theorems: Iterable[Theorem] = LeanDojoDataset(path).iter_theorems()
+    else:
+        theorems = source
+    steps = []
+    for row in prompt_format.examples(theorems):
+        steps.append((row["state"], row["tactic"]))
+        if max_steps is not None and len(steps) >= max_steps:
+            break
+    return steps
+
+
+def evaluate_tactics(
+    generator: Generator,
+    source: str | os.PathLike | Iterable[Theorem],
+    *,
+    k: int = 8,
+    split: str = "random/test",
+    prompt_format: PromptFormat | None = None,
+    max_steps: int | None = None,
+    **generate_options: Any,
+) -> TacticAccuracy:
+    """Generate ``k`` tactics for each step's state and count exact matches (whitespace
+    collapsed) with the recorded tactic at rank 1 and within the first ``k``."""
+    if k < 1:
+        raise LeanloopError(f"k={k}: evaluate at least one candidate")
+    steps = load_steps(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+    states = [state for state, _ in steps]
+    candidates = generator.generate_batch(states, k, **generate_options) if states else []
+    top1 = topk = 0
+    for (_, expected), ranked in zip(steps, candidates, strict=True):
+        tactics = [c if isinstance(c, str) else c[0] for c in ranked[:k]]
+        if tactics and same_tactic(tactics[0], expected):
+            top1 += 1
+        if any(same_tactic(t, expected) for t in tactics):
+            topk += 1
+    result = TacticAccuracy(steps=len(steps), k=k, top1_hits=top1, topk_hits=topk)
+    log.info("tactic accuracy: %s", result)
+    return result

@@ -1,0 +1,277 @@
+"""Reinforcement learning of a tactic generator with TRL's ``GRPOTrainer``, repository by
+repository: prompts are proof states, rewards come from the user's reward functions, and a run
+whose rewards never differ within a group is reported as having learned nothing."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field
+
+from leanloop.errors import LeanloopError
+from leanloop.trainer.base import CurriculumStep
+from leanloop.trainer.hf_common import HFCurriculumTrainer, HFTrainerOptions, StepReport
+from leanloop.trainer.rewards import as_reward_list
+
+log = logging.getLogger(__name__)
+
+#: Completions sampled per prompt when ``num_generations`` is not given.
+DEFAULT_NUM_GENERATIONS = 4
+
+
+class ZeroAdvantageWarning(UserWarning):
+    """Every group of completions got equal rewards: all advantages were zero, nothing learned."""
+
+
+class GRPOOptions(HFTrainerOptions):
+    """GRPO options: the shared ones, and how completions are sampled and scored.
+
+    ``batch_size`` counts completions, as in TRL. A generation batch holds whole groups of
+    ``num_generations`` completions of one prompt; by default it is ``batch_size *
+    gradient_accumulation_steps``, enlarged to a multiple of ``num_generations`` when
+    ``num_generations`` is left unset. ``reward_weights`` weight a list of reward functions.
+    """
+
+    num_generations: int | None = None
+    generation_batch_size: int | None = Field(None, ge=1)
+    max_completion_length: int = Field(128, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    beta: float = Field(0.0, ge=0)
+    scale_rewards: Literal["group", "batch", "none"] = "group"
+    reward_weights: list[float] | None = None
+    eval_max_examples: int | None = Field(64, ge=1)
+
+
+def generation_plan(
+    batch_size: int,
+    gradient_accumulation_steps: int = 1,
+    num_generations: int | None = None,
+    generation_batch_size: int | None = None,
+) -> tuple[int, int]:
+    """``(num_generations, generation_batch_size)`` for these options, or a LeanloopError
+    saying which of them do not fit together."""
+    if num_generations is not None and num_generations < 2:
+        raise LeanloopError(
+            f"num_generations={num_generations}: GRPO compares at least 2 completions per prompt",
+            hint="use num_generations=2 or more",
+        )
+    count = num_generations or DEFAULT_NUM_GENERATIONS
+    per_step = batch_size * gradient_accumulation_steps
+    if generation_batch_size is not None:
+        if generation_batch_size % batch_size:
+            raise LeanloopError(
+                f"generation_batch_size={generation_batch_size} is not a multiple of "
+                f"batch_size={batch_size}"
+            )
+        if generation_batch_size % count:
+            raise LeanloopError(
+                f"generation_batch_size={generation_batch_size} does not divide by "
+                f"num_generations={count}: a generation batch holds whole groups of completions",
+                hint=f"use a multiple of {count}",
+            )
+        return count, generation_batch_size
+    if per_step % count == 0:
+        return count, per_step
+    if num_generations is not None:
+        raise LeanloopError(
+            f"batch_size={batch_size} × gradient_accumulation_steps={gradient_accumulation_steps}"
+            f" = {per_step} completions per step does not divide by num_generations={count}",
+            hint=f"make batch_size a multiple of {count}, choose num_generations dividing "
+            f"{per_step}, or set generation_batch_size={math.lcm(per_step, count)}",
+        )
+    return count, math.lcm(per_step, count)
+
+
+def check_reward_funcs(
+    reward_func: Any, weights: Sequence[float] | None = None
+) -> list[Callable[..., Any]]:
+    """The reward functions as a list of callables wrapped to check what they return."""
+    funcs = list(reward_func) if isinstance(reward_func, list | tuple) else [reward_func]
+    if not funcs:
+        raise LeanloopError("reward_func: give at least one reward function")
+    for index, func in enumerate(funcs):
+        if not callable(func):
+            where = "reward_func" if len(funcs) == 1 else f"reward_func[{index}]"
+            raise LeanloopError(
+                f"{where} is not callable: {func!r}",
+                hint="pass a function f(completions, **kwargs) returning one float per completion",
+            )
+    if weights is not None and len(weights) != len(funcs):
+        raise LeanloopError(
+            f"reward_weights has {len(weights)} weights for {len(funcs)} reward functions"
+        )
+    return [checked_reward_func(func) for func in funcs]
+
+
+def _callable_name(func: Any) -> str:
+    while isinstance(func, functools.partial):
+        func = func.func
+    return getattr(func, "__name__", type(func).__name__)
+
+
+def _is_async(func: Any) -> bool:
+    while isinstance(func, functools.partial):
+        func = func.func
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
+        getattr(func, "__call__", None)  # noqa: B004 - a callable object's own method
+    )
+
+
+def checked_reward_func(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` with its output checked and turned into a list of floats (None kept), under the
+    same name; async functions stay async."""
+    name = _callable_name(func)
+
+    if _is_async(func):
+
+        async def checked_async(*args: Any, **kwargs: Any):
+            output = await func(*args, **kwargs)
+            return as_reward_list(output, len(kwargs["completions"]), f"reward function {name!r}")
+
+        checked_async.__name__ = name
+        return checked_async
+
+    def checked(*args: Any, **kwargs: Any):
+        output = func(*args, **kwargs)
+        return as_reward_list(output, len(kwargs["completions"]), f"reward function {name!r}")
+
+    checked.__name__ = name
+    return checked
+
+
+@functools.cache
+def _recording_grpo_class():
+    from trl import GRPOTrainer as TRLGRPOTrainer
+
+    class RecordingGRPOTrainer(TRLGRPOTrainer):
+        """TRL's GRPO trainer keeping the advantages it computes for each training batch."""
+
+        def __init__(self, *args: Any, advantage_sink: list | None = None, **kwargs: Any):
+            self.advantage_sink = advantage_sink
+            super().__init__(*args, **kwargs)
+
+        def _generate_and_score_completions(self, inputs):
+            output = super()._generate_and_score_completions(inputs)
+            if self.advantage_sink is not None and self.model.training:
+                self.advantage_sink.append(output["advantages"].detach().float().cpu())
+            return output
+
+    return RecordingGRPOTrainer
+
+
+class GRPOTrainer(HFCurriculumTrainer):
+    """Improve a causal LM with GRPO on the proof states of each repository in turn.
+
+    ``GRPOTrainer(model_name, reward_func, output_dir="outputs", epochs_per_repo=1,
+    batch_size=1, lr=2e-5, lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the
+    fields of :class:`GRPOOptions`. ``reward_func`` is a function ``f(completions, **kwargs)``
+    returning one reward per completion (a list, or a 1-D tensor), or a list of them (weighted
+    by ``reward_weights``). Every dataset column reaches it as a keyword argument: ``state``
+    (the proof state), ``tactic`` (the recorded tactic) and ``full_name`` (the theorem).
+
+    ``advantages`` keeps the advantages TRL computed for every training batch.
+    """
+
+    options_class: ClassVar[type[HFTrainerOptions]] = GRPOOptions
+    kind: ClassVar[str] = "grpo"
+    options: GRPOOptions
+
+    def __init__(
+        self,
+        model_name: str,
+        reward_func: Any,
+        output_dir: str | Path = "outputs",
+        epochs_per_repo: float = 1,
+        batch_size: int = 1,
+        lr: float = 2e-5,
+        lora_config=None,
+        **options: Any,
+    ) -> None:
+        self.reward_func = reward_func
+        self.advantages: list[Any] = []
+        self._step_advantages: list[Any] = []
+        super().__init__(
+            model_name,
+            output_dir=output_dir,
+            epochs_per_repo=epochs_per_repo,
+            batch_size=batch_size,
+            lr=lr,
+            lora_config=lora_config,
+            **options,
+        )
+
+    def check_options(self) -> None:
+        o = self.options
+        self.reward_funcs = check_reward_funcs(self.reward_func, o.reward_weights)
+        self.num_generations, self.generation_batch_size = generation_plan(
+            o.batch_size, o.gradient_accumulation_steps, o.num_generations, o.generation_batch_size
+        )
+
+    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "prompt": example["prompt"],
+            "state": example["state"],
+            "tactic": example["tactic"],
+            "full_name": example["full_name"],
+        }
+
+    def trl_arguments(self, work_dir: str | Path, *, evaluate: bool = False) -> dict[str, Any]:
+        o = self.options
+        args = super().trl_arguments(work_dir, evaluate=evaluate)
+        args.update(
+            {
+                "num_generations": self.num_generations,
+                "generation_batch_size": self.generation_batch_size,
+                "per_device_eval_batch_size": self.num_generations,
+                "max_completion_length": o.max_completion_length,
+                "temperature": o.temperature,
+                "top_p": o.top_p,
+                "beta": o.beta,
+                "scale_rewards": o.scale_rewards,
+                "reward_weights": o.reward_weights,
+                "remove_unused_columns": False,
+            }
+        )
+        args.update(o.trl_args)
+        return args
+
+    def build_trl_trainer(self, train_dataset, eval_dataset, work_dir: Path):
+        from trl import GRPOConfig
+
+        self._step_advantages = []
+        return _recording_grpo_class()(
+            model=self.model,
+            reward_funcs=list(self.reward_funcs),
+            args=GRPOConfig(**self.trl_arguments(work_dir)),
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=self.tokenizer,
+            advantage_sink=self._step_advantages,
+        )
+
+    def after_training(self, trl_trainer, step: CurriculumStep, report: StepReport) -> None:
+        batches = list(self._step_advantages)
+        self.advantages.extend(batches)
+        flat = [b for b in batches if b.numel()]
+        zero = sum(1 for b in flat if not bool(b.ne(0).any()))
+        report.metrics["zero_advantage_batches"] = float(zero)
+        report.metrics["generation_batches"] = float(len(flat))
+        if flat and zero == len(flat):
+            message = (
+                f"GRPO on {step.repository}: in all {len(flat)} generation batches every group "
+                "of completions got the same reward, so every advantage was zero and the model "
+                "learned nothing; the reward function must tell completions of one prompt apart "
+                "(a constant reward never does)"
+            )
+            log.warning(message)
+            warnings.warn(message, ZeroAdvantageWarning, stacklevel=2)
+        elif zero:
+            log.info("%d of %d generation batches had no reward spread", zero, len(flat))

@@ -1,0 +1,470 @@
+"""What the SFT and GRPO trainers share: their options, loading the model through
+``resolve_model``, LoRA, TRL arguments fitted to the hardware, reading the exported splits, and
+saving each repository's checkpoint (full model or adapter, tokenizer, training curves)."""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import logging
+import tempfile
+import time
+from abc import abstractmethod
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from leanloop.atomic import replace_directory
+from leanloop.data.leandojo import LeanDojoDataset
+from leanloop.data.prompt import PromptFormat
+from leanloop.errors import LeanloopError
+from leanloop.ml.device import Hardware, detect_hardware
+from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
+from leanloop.trainer.plots import plot_curves
+
+log = logging.getLogger(__name__)
+
+#: Files written into every checkpoint directory besides the model and the tokenizer.
+CHECKPOINT_INFO = "leanloop_checkpoint.json"
+CURVES_PNG = "training_curves.png"
+LOG_HISTORY = "log_history.json"
+
+
+class HFTrainerOptions(BaseModel):
+    """Everything a tactic-generator trainer is configured with (loadable from YAML or JSON).
+
+    The first six fields are LeanDojo-v2's constructor arguments; ``lora`` holds
+    ``peft.LoraConfig`` keyword arguments for configuration files (in code, pass a
+    ``LoraConfig`` as ``lora_config``). ``max_steps`` counts optimizer steps per repository and
+    overrides ``epochs_per_repo``; ``gradient_checkpointing`` and ``bf16`` left at None follow the
+    hardware (on with CUDA, off on the CPU); ``trl_args`` are passed to TRL's config unchanged.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model_name: str
+    output_dir: Path = Path("outputs")
+    epochs_per_repo: float = Field(1, gt=0)
+    batch_size: int = Field(1, ge=1)
+    lr: float = Field(2e-5, gt=0)
+    lora: dict[str, Any] | None = None
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    warmup_steps: float = Field(0.0, ge=0)
+    lr_scheduler_type: str = "linear"
+    weight_decay: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    logging_steps: int = Field(10, ge=1)
+    seed: int = 3407
+    gradient_checkpointing: bool | None = None
+    bf16: bool | None = None
+    evaluate: bool = True
+    eval_max_examples: int | None = Field(1000, ge=1)
+    prompt_format: PromptFormat = Field(default_factory=PromptFormat)
+    plot_curves: bool = True
+    progress_bars: bool = True
+    trl_args: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def load(cls, source: str | Path | Mapping[str, Any], **overrides: Any) -> Self:
+        """Options from a YAML/JSON file or a mapping, with ``overrides`` on top."""
+        if isinstance(source, Mapping):
+            data = dict(source)
+        else:
+            path = Path(source)
+            if not path.is_file():
+                raise LeanloopError(f"trainer configuration {path}: no such file")
+            import yaml
+
+            try:
+                data = yaml.safe_load(path.read_text()) or {}
+            except yaml.YAMLError as exc:
+                raise LeanloopError(f"trainer configuration {path}: not YAML/JSON: {exc}") from exc
+            if not isinstance(data, dict):
+                raise LeanloopError(f"trainer configuration {path}: expected a mapping of options")
+        data.update(overrides)
+        return validate_options(cls, data, where=str(source))
+
+
+def validate_options(cls: type[HFTrainerOptions], data: dict[str, Any], *, where: str):
+    """``cls(**data)``, with a one-line error naming the first bad option."""
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = ".".join(str(part) for part in error["loc"]) or "?"
+        valid = ", ".join(cls.model_fields)
+        raise LeanloopError(
+            f"{where}: option '{name}': {error['msg']}", hint=f"valid options: {valid}"
+        ) from exc
+
+
+class StepReport(BaseModel):
+    """What training on one repository produced."""
+
+    index: int
+    repository: str
+    checkpoint: Path
+    train_examples: int
+    val_examples: int
+    global_steps: int
+    train_seconds: float
+    train_tokens: int | None = None
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class HFCurriculumTrainer(CurriculumTrainer):
+    """A Hugging Face causal LM trained repository by repository with a TRL trainer.
+
+    The model is loaded once, in the constructor; each repository continues from the model
+    trained so far (the same object, or the same LoRA adapter). Subclasses say how to turn the
+    exported theorems into rows (``example_row``) and how to build the TRL trainer
+    (``build_trl_trainer``).
+    """
+
+    options_class: ClassVar[type[HFTrainerOptions]] = HFTrainerOptions
+    kind: ClassVar[str] = "hf"
+
+    def __init__(
+        self,
+        model_name: str,
+        output_dir: str | Path = "outputs",
+        epochs_per_repo: float = 1,
+        batch_size: int = 1,
+        lr: float = 2e-5,
+        lora_config=None,
+        *,
+        hardware: Hardware | None = None,
+        **options: Any,
+    ) -> None:
+        lora_dict = lora_config if isinstance(lora_config, Mapping) else options.pop("lora", None)
+        self.options = validate_options(
+            self.options_class,
+            {
+                "model_name": str(model_name),
+                "output_dir": output_dir,
+                "epochs_per_repo": epochs_per_repo,
+                "batch_size": batch_size,
+                "lr": lr,
+                "lora": dict(lora_dict) if lora_dict is not None else None,
+                **options,
+            },
+            where=type(self).__name__,
+        )
+        self.hardware = hardware or detect_hardware()
+        self.lora_config = self._lora_config(lora_config)
+        self.check_options()
+        self.reports: list[StepReport] = []
+        self._load_model()
+
+    @classmethod
+    def from_config(cls, source: str | Path | Mapping[str, Any], **kwargs: Any) -> Self:
+        """A trainer from a YAML/JSON file or a mapping of options.
+
+        ``kwargs`` naming options override the file; the others (``reward_func``,
+        ``lora_config``, ``hardware``) go to the constructor.
+        """
+        fields = cls.options_class.model_fields
+        overrides = {k: v for k, v in kwargs.items() if k in fields}
+        extra = {k: v for k, v in kwargs.items() if k not in fields}
+        options = cls.options_class.load(source, **overrides)
+        return cls(**extra, **options.model_dump(exclude_unset=True))
+
+    # -- LeanDojo-v2 attribute names --------------------------------------------------------
+
+    @property
+    def model_name(self) -> str:
+        return self.options.model_name
+
+    @property
+    def output_dir(self) -> Path:  # type: ignore[override]
+        return Path(self.options.output_dir)
+
+    @property
+    def epochs_per_repo(self) -> float:
+        return self.options.epochs_per_repo
+
+    @property
+    def batch_size(self) -> int:
+        return self.options.batch_size
+
+    @property
+    def lr(self) -> float:
+        return self.options.lr
+
+    @property
+    def use_lora(self) -> bool:
+        return self.is_adapter
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        return self.options.prompt_format
+
+    # -- model --------------------------------------------------------------------------------
+
+    def check_options(self) -> None:
+        """Reject option combinations before the model is loaded (subclasses add checks)."""
+
+    def _lora_config(self, lora_config):
+        if lora_config is None and self.options.lora is None:
+            return None
+        from peft import LoraConfig, PeftConfig
+
+        if isinstance(lora_config, PeftConfig):
+            return copy.deepcopy(lora_config)  # PEFT fills fields in; leave the caller's alone
+        if lora_config is not None and not isinstance(lora_config, Mapping):
+            raise LeanloopError(
+                f"lora_config must be a peft.LoraConfig, not {type(lora_config).__name__}",
+                hint="from peft import LoraConfig; lora_config=LoraConfig(r=16, lora_alpha=32)",
+            )
+        settings = dict(self.options.lora or {})
+        settings.setdefault("task_type", "CAUSAL_LM")
+        try:
+            return LoraConfig(**settings)
+        except (TypeError, ValueError) as exc:
+            raise LeanloopError(f"option 'lora': {exc}") from exc
+
+    def _load_model(self) -> None:
+        from leanloop.ml.causal import load_causal_lm
+
+        loaded = load_causal_lm(
+            self.options.model_name, dtype=self.hardware.torch_dtype, trainable=True
+        )
+        self.model = loaded.model
+        self.tokenizer = loaded.tokenizer
+        self.base_model = loaded.base_model
+        self.is_adapter = loaded.adapter
+        if loaded.adapter:
+            if self.lora_config is not None:
+                log.warning(
+                    "%s is a LoRA adapter: training continues it; lora_config is not used",
+                    self.options.model_name,
+                )
+        elif self.lora_config is not None:
+            self.model = apply_lora(self.model, self.lora_config, seed=self.options.seed)
+            self.is_adapter = True
+
+    # -- TRL arguments ------------------------------------------------------------------------
+
+    def trl_arguments(self, work_dir: str | Path, *, evaluate: bool = False) -> dict[str, Any]:
+        """Keyword arguments for TRL's config: the options, fitted to ``self.hardware``.
+
+        TRL turns bf16 and gradient checkpointing on by default; here they follow the hardware
+        unless the options say otherwise.
+        """
+        o = self.options
+        hw = self.hardware
+        args: dict[str, Any] = {
+            "output_dir": str(work_dir),
+            "num_train_epochs": o.epochs_per_repo,
+            "max_steps": o.max_steps or -1,
+            "per_device_train_batch_size": o.batch_size,
+            "per_device_eval_batch_size": o.batch_size,
+            "gradient_accumulation_steps": o.gradient_accumulation_steps,
+            "learning_rate": o.lr,
+            "warmup_steps": o.warmup_steps,
+            "lr_scheduler_type": o.lr_scheduler_type,
+            "weight_decay": o.weight_decay,
+            "max_grad_norm": o.max_grad_norm,
+            "logging_steps": o.logging_steps,
+            "logging_first_step": True,
+            "seed": o.seed,
+            "bf16": hw.bf16 if o.bf16 is None else o.bf16,
+            "fp16": False,
+            _checkpointing_field(): (
+                hw.gradient_checkpointing
+                if o.gradient_checkpointing is None
+                else o.gradient_checkpointing
+            ),
+            "use_cpu": hw.device == "cpu",
+            "save_strategy": "no",
+            "eval_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": not o.progress_bars,
+            "dataloader_num_workers": 0,
+        }
+        args.update(o.trl_args)
+        return args
+
+    # -- data ---------------------------------------------------------------------------------
+
+    @abstractmethod
+    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
+        """The dataset row for one ``PromptFormat.examples`` row."""
+
+    def read_examples(
+        self, path: Path, *, required: bool, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Rows for every usable step of a LeanDojo split file (``sorry`` steps skipped)."""
+        if not path.is_file():
+            if required:
+                raise LeanloopError(
+                    f"missing data split file {path}",
+                    hint="data_path must hold an export of the database "
+                    "(random/train.json, random/val.json)",
+                )
+            return []
+        rows: list[dict[str, Any]] = []
+        theorems = LeanDojoDataset(path).iter_theorems()
+        for example in self.options.prompt_format.examples(theorems):
+            rows.append(self.example_row(example))
+            if limit is not None and len(rows) >= limit:
+                break
+        return rows
+
+    @abstractmethod
+    def build_trl_trainer(self, train_dataset, eval_dataset, work_dir: Path):
+        """The TRL trainer for one repository, training ``self.model``."""
+
+    # -- one repository -------------------------------------------------------------------------
+
+    def train_step(self, step: CurriculumStep) -> None:
+        from datasets import Dataset
+
+        o = self.options
+        train_file = Path(step.dataset_dir) / "random" / "train.json"
+        val_file = Path(step.dataset_dir) / "random" / "val.json"
+        train_rows = self.read_examples(train_file, required=True)
+        if not train_rows:
+            names = ", ".join(str(r) for r in step.seen)
+            raise LeanloopError(
+                f"no training examples in {train_file}: the theorems of {names} in the train "
+                "split have no traced tactics other than sorry",
+                hint="add repositories with traced proofs before training",
+            )
+        val_rows = self.read_examples(val_file, required=False, limit=o.eval_max_examples)
+        if not o.evaluate:
+            val_rows = []
+        log.info(
+            "%s: repository %d (%s): %d training and %d validation examples",
+            type(self).__name__,
+            step.index + 1,
+            step.repository,
+            len(train_rows),
+            len(val_rows),
+        )
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".trl-", dir=self.output_dir) as work_dir:
+            trl_trainer = self.build_trl_trainer(
+                Dataset.from_list(train_rows),
+                Dataset.from_list(val_rows) if val_rows else None,
+                Path(work_dir),
+            )
+            started = time.perf_counter()
+            self.before_training(trl_trainer, step)
+            trl_trainer.train()
+            seconds = time.perf_counter() - started
+            metrics: dict[str, float] = {}
+            if val_rows:
+                metrics.update(
+                    {k: float(v) for k, v in trl_trainer.evaluate().items() if _is_number(v)}
+                )
+            self.model = trl_trainer.model
+            history = list(trl_trainer.state.log_history)
+            report = StepReport(
+                index=step.index,
+                repository=str(step.repository),
+                checkpoint=step.checkpoint_dir,
+                train_examples=len(train_rows),
+                val_examples=len(val_rows),
+                global_steps=int(trl_trainer.state.global_step),
+                train_seconds=seconds,
+                train_tokens=self.trained_tokens(trl_trainer),
+                metrics=metrics,
+            )
+            self.after_training(trl_trainer, step, report)
+            del trl_trainer
+            gc.collect()
+        self.save_checkpoint(step.checkpoint_dir, history=history, step=step, report=report)
+        self.reports.append(report)
+
+    def before_training(self, trl_trainer, step: CurriculumStep) -> None:
+        """Hook run just before ``trl_trainer.train()``."""
+
+    def after_training(self, trl_trainer, step: CurriculumStep, report: StepReport) -> None:
+        """Hook run after training and evaluation, before the checkpoint is saved."""
+
+    def trained_tokens(self, trl_trainer) -> int | None:
+        """How many tokens the training read (None when the trainer does not count them)."""
+        return None
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def save_checkpoint(
+        self,
+        directory: str | Path,
+        *,
+        history: list[dict[str, Any]] | None = None,
+        step: CurriculumStep | None = None,
+        report: StepReport | None = None,
+    ) -> Path:
+        """Write the model (or its LoRA adapter), the tokenizer, the log history and the training
+        curves to ``directory``; it appears complete or not at all."""
+        directory = Path(directory)
+        history = history or []
+        with replace_directory(
+            directory, may_replace=lambda path: (path / CHECKPOINT_INFO).is_file()
+        ) as staging:
+            if self.is_adapter:
+                for config in self.model.peft_config.values():
+                    config.base_model_name_or_path = self.base_model
+            self.model.save_pretrained(staging)
+            self.tokenizer.save_pretrained(staging)
+            (staging / LOG_HISTORY).write_text(json.dumps(history, indent=1, default=str))
+            if self.options.plot_curves:
+                title = f"{self.kind.upper()} {step.repository}" if step else self.kind.upper()
+                plot_curves(history, staging / CURVES_PNG, title=title)
+            info = {
+                "trainer": self.kind,
+                "base_model": self.base_model,
+                "adapter": self.is_adapter,
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                "options": self.options.model_dump(mode="json"),
+            }
+            if step is not None:
+                info["repository"] = step.repository.model_dump(mode="json")
+                info["seen"] = [r.model_dump(mode="json") for r in step.seen]
+            if report is not None:
+                info["report"] = report.model_dump(mode="json")
+            (staging / CHECKPOINT_INFO).write_text(json.dumps(info, indent=1))
+        log.info("saved %s", directory)
+        return directory
+
+
+def apply_lora(model, lora_config, *, seed: int | None = None):
+    """``model`` with a fresh LoRA adapter (``lora_config`` is a ``peft.LoraConfig``)."""
+    from peft import get_peft_model
+
+    if seed is not None:
+        from transformers import set_seed
+
+        set_seed(seed)  # the adapter's initial weights are random
+    try:
+        return get_peft_model(model, copy.deepcopy(lora_config))
+    except ValueError as exc:
+        raise LeanloopError(
+            f"cannot apply the LoRA configuration: {str(exc).splitlines()[0]}",
+            hint="check target_modules against the model's module names",
+        ) from exc
+
+
+def _checkpointing_field() -> str:
+    """transformers 5.x renamed ``gradient_checkpointing`` to ``activation_checkpointing``."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return (
+        "activation_checkpointing"
+        if "activation_checkpointing" in names
+        else ("gradient_checkpointing")
+    )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

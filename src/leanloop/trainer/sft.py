@@ -1,0 +1,73 @@
+"""Supervised fine-tuning of a tactic generator with TRL's ``SFTTrainer``, repository by
+repository, on prompt/completion chat rows with the loss on the completion only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import Field
+
+from leanloop.errors import LeanloopError
+from leanloop.trainer.hf_common import HFCurriculumTrainer, HFTrainerOptions
+
+
+class SFTOptions(HFTrainerOptions):
+    """SFT options: the shared ones, and the longest tokenized example kept (longer ones are cut
+    at the end; an example whose completion is cut away entirely is dropped)."""
+
+    max_length: int | None = Field(1024, ge=8)
+
+
+class SFTTrainer(HFCurriculumTrainer):
+    """Fine-tune a causal LM to reply to a proof state with the recorded tactic.
+
+    ``SFTTrainer(model_name, output_dir="outputs", epochs_per_repo=1, batch_size=1, lr=2e-5,
+    lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the fields of
+    :class:`SFTOptions`. ``train(repos, database, data_path)`` trains on each repository's
+    merged export in turn and saves one checkpoint per repository under ``output_dir``.
+    """
+
+    options_class: ClassVar[type[HFTrainerOptions]] = SFTOptions
+    kind: ClassVar[str] = "sft"
+    options: SFTOptions
+
+    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
+        return {"prompt": example["prompt"], "completion": example["completion"]}
+
+    def trl_arguments(self, work_dir: str | Path, *, evaluate: bool = False) -> dict[str, Any]:
+        args = super().trl_arguments(work_dir, evaluate=evaluate)
+        overrides = dict(self.options.trl_args)
+        args.update(
+            {
+                "max_length": self.options.max_length,
+                "completion_only_loss": True,
+                "assistant_only_loss": False,
+                "packing": False,
+            }
+        )
+        args.update(overrides)
+        return args
+
+    def build_trl_trainer(self, train_dataset, eval_dataset, work_dir: Path):
+        from trl import SFTConfig
+        from trl import SFTTrainer as TRLSFTTrainer
+
+        trainer = TRLSFTTrainer(
+            model=self.model,
+            args=SFTConfig(**self.trl_arguments(work_dir)),
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=self.tokenizer,
+        )
+        if len(trainer.train_dataset) == 0:
+            raise LeanloopError(
+                f"no training examples left after cutting them to max_length="
+                f"{self.options.max_length} tokens: every prompt fills it",
+                hint="raise max_length",
+            )
+        return trainer
+
+    def trained_tokens(self, trl_trainer) -> int | None:
+        tokens = getattr(trl_trainer, "_total_train_tokens", None)
+        return int(tokens) if tokens is not None else None

@@ -1,0 +1,305 @@
+"""SFTTrainer: completion-only labels on real examples, curriculum training over two repositories
+(full model and LoRA), checkpoints that reload, continuity between repositories, and errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leanloop.data.prompt import PromptFormat
+from leanloop.data.records import Repository
+from leanloop.database import DynamicDatabase
+from leanloop.errors import LeanloopError
+from leanloop.ml.device import Hardware
+from leanloop.ml.models import latest_checkpoint, resolve_model
+from leanloop.trainer.base import CurriculumStep
+from leanloop.trainer.hf_common import CHECKPOINT_INFO, CURVES_PNG, LOG_HISTORY
+from leanloop.trainer.sft import SFTTrainer
+from tests.helpers import sample_theorems, with_sorry
+from tests.tiny_causal import shared_tiny_model, two_repository_db
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(sample_dir):
+    return shared_tiny_model(sample_dir)
+
+
+def weights(model, only: str | None = None) -> dict:
+    return {
+        name: tensor.detach().clone().cpu()
+        for name, tensor in model.state_dict().items()
+        if only is None or only in name
+    }
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    import torch
+
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def record_starts(trainer, monkeypatch, only: str | None = None) -> list[dict]:
+    """The weights the TRL trainer of each repository is handed (what training starts from)."""
+    starts: list[dict] = []
+    build = trainer.build_trl_trainer
+
+    def spy(*args, **kwargs):
+        starts.append(weights(trainer.model, only))
+        trl_trainer = build(*args, **kwargs)
+        assert trl_trainer.model is trainer.model
+        return trl_trainer
+
+    monkeypatch.setattr(trainer, "build_trl_trainer", spy)
+    return starts
+
+
+def real_rows(sample_dir, count: int) -> list[dict]:
+    fmt = PromptFormat()
+    rows = list(fmt.examples(sample_theorems(sample_dir)))
+    step = max(1, len(rows) // count)
+    return rows[::step][:count]
+
+
+@pytest.mark.parametrize("model", ["tiny", "tinycoder"])
+def test_labels_mask_the_prompt_and_keep_the_completion(model, tiny_dir, sample_dir, tmp_path):
+    name = str(tiny_dir) if model == "tiny" else "tinycoder"
+    trainer = SFTTrainer(name, output_dir=tmp_path / "out", max_length=4096, progress_bars=False)
+    from datasets import Dataset
+
+    rows = real_rows(sample_dir, 8)
+    trl_trainer = trainer.build_trl_trainer(
+        Dataset.from_list([trainer.example_row(r) for r in rows]), None, tmp_path / "work"
+    )
+    batch = trl_trainer.data_collator([trl_trainer.train_dataset[i] for i in range(len(rows))])
+    tok = trainer.tokenizer
+    for i, row in enumerate(rows):
+        prompt_text = tok.apply_chat_template(
+            row["prompt"], tokenize=False, add_generation_prompt=True
+        )
+        full_text = tok.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
+        assert full_text.startswith(prompt_text)
+        completion_text = full_text[len(prompt_text) :]
+        assert completion_text.startswith(row["tactic"])
+        prompt_ids = tok(prompt_text, add_special_tokens=False)["input_ids"]
+        full_ids = tok(full_text, add_special_tokens=False)["input_ids"]
+        assert full_ids[: len(prompt_ids)] == prompt_ids
+        expected = full_ids[len(prompt_ids) :]  # the completion, tokenized in its context
+        assert tok.decode(expected).strip() == completion_text.strip()
+        if model == "tiny":  # a byte-level BPE tokenizes the completion alone the same way
+            assert expected == tok(completion_text, add_special_tokens=False)["input_ids"]
+        length = int(batch["attention_mask"][i].sum())
+        labels = batch["labels"][i].tolist()
+        input_ids = batch["input_ids"][i].tolist()
+        prompt_length = length - len(expected)
+        assert prompt_length == len(prompt_ids)
+        # the prompt part is the prompt exactly as generation sees it, and all of it is masked
+        assert input_ids[:prompt_length] == prompt_ids
+        assert all(label == -100 for label in labels[:prompt_length])
+        assert all(label == -100 for label in labels[length:])  # padding
+        # the labelled tokens are exactly the tokenized completion, end of turn included
+        assert labels[prompt_length:length] == expected
+        assert input_ids[prompt_length:length] == expected
+        assert [x for x in labels if x != -100] == expected
+        assert "<|im_end|>" in tok.decode(expected)
+
+
+def test_two_repositories_full_model(tiny_dir, sample_dir, tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    database, repos = two_repository_db(tmp_path / "lean.db", sample_dir)
+    out = tmp_path / "out"
+    trainer = SFTTrainer(
+        str(tiny_dir),
+        output_dir=out,
+        batch_size=4,
+        lr=1e-3,
+        max_steps=3,
+        logging_steps=1,
+        progress_bars=False,
+    )
+    initial = weights(trainer.model)
+    starts = record_starts(trainer, monkeypatch)
+
+    checkpoints = trainer.train(repos, database, tmp_path / "data")
+
+    assert [c.parent for c in checkpoints] == [out, out]
+    assert (out / "LATEST").read_text().strip() == checkpoints[1].name
+    assert latest_checkpoint(out) == checkpoints[1]
+    assert resolve_model(out) == str(checkpoints[1])
+    for checkpoint in checkpoints:
+        for name in ("config.json", "model.safetensors", "tokenizer.json", CHECKPOINT_INFO):
+            assert (checkpoint / name).is_file(), name
+        assert (checkpoint / CURVES_PNG).read_bytes().startswith(PNG_MAGIC)
+        history = json.loads((checkpoint / LOG_HISTORY).read_text())
+        assert any("loss" in entry for entry in history)
+        assert json.loads((checkpoint / CHECKPOINT_INFO).read_text())["adapter"] is False
+    saved = [weights(AutoModelForCausalLM.from_pretrained(c)) for c in checkpoints]
+    assert same_weights(starts[0], initial)
+    assert same_weights(starts[1], saved[0])  # repository 2 started from repository 1's model
+    assert not same_weights(saved[0], initial)
+    assert not same_weights(saved[1], saved[0])
+    assert same_weights(saved[1], weights(trainer.model))
+    reloaded_tok = AutoTokenizer.from_pretrained(checkpoints[1])
+    messages = PromptFormat().prompt("⊢ True")
+    assert reloaded_tok.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True
+    ) == trainer.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    first, second = trainer.reports
+    assert second.train_examples > first.train_examples  # the merged export grew
+    assert first.global_steps == second.global_steps == 3
+    assert second.val_examples > 0 and "eval_loss" in second.metrics
+    assert second.train_tokens and second.train_tokens > 0
+
+
+def test_two_repositories_lora_adapter(tiny_dir, sample_dir, tmp_path, monkeypatch):
+    import torch
+    from peft import LoraConfig, PeftModel
+
+    from leanloop.ml.causal import load_causal_lm
+    from leanloop.ml.generation import TacticGenerator
+
+    database, repos = two_repository_db(tmp_path / "lean.db", sample_dir, second_size=20)
+    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"])
+    out = tmp_path / "out"
+    trainer = SFTTrainer(
+        str(tiny_dir),
+        output_dir=out,
+        batch_size=4,
+        lr=5e-3,
+        lora_config=lora,
+        max_steps=3,
+        progress_bars=False,
+        evaluate=False,
+    )
+    assert trainer.use_lora and isinstance(trainer.model, PeftModel)
+    base_before = {k: v for k, v in weights(trainer.model).items() if "lora_" not in k}
+    starts = record_starts(trainer, monkeypatch, only="lora_")
+
+    checkpoints = trainer.train(repos, database, tmp_path / "data")
+
+    assert latest_checkpoint(out) == checkpoints[1]
+    adapters = []
+    for checkpoint in checkpoints:
+        assert (checkpoint / "adapter_config.json").is_file()
+        assert (checkpoint / "adapter_model.safetensors").is_file()
+        assert not (checkpoint / "model.safetensors").exists()  # the adapter only
+        config = json.loads((checkpoint / "adapter_config.json").read_text())
+        assert config["base_model_name_or_path"] == str(tiny_dir)
+        loaded = load_causal_lm(checkpoint)
+        assert loaded.adapter and isinstance(loaded.model, PeftModel)
+        adapters.append(weights(loaded.model, "lora_"))
+    assert adapters[0] and any(k.endswith("lora_B.default.weight") for k in adapters[0])
+    assert any(bool(v.ne(0).any()) for k, v in adapters[0].items() if "lora_B" in k)
+    assert same_weights(starts[1], adapters[0])  # repository 2 continued the same adapter
+    assert not same_weights(adapters[1], adapters[0])
+    assert same_weights(adapters[1], weights(trainer.model, "lora_"))
+    base_after = {k: v for k, v in weights(trainer.model).items() if "lora_" not in k}
+    assert same_weights(base_before, base_after)  # LoRA leaves the base weights alone
+    assert lora.base_model_name_or_path is None  # the caller's config was not modified
+
+    states = [r["state"] for r in real_rows(sample_dir, 4)]
+    options = {"method": "greedy", "max_new_tokens": 12}
+    in_memory = TacticGenerator.from_model(trainer.model, trainer.tokenizer, **options)
+    from_disk = TacticGenerator(out, **options)  # LATEST -> adapter -> base + adapter
+    expected = in_memory.generate_batch(states, k=1)
+    got = from_disk.generate_batch(states, k=1)
+    assert [[t.tactic for t in r] for r in got] == [[t.tactic for t in r] for r in expected]
+    for got_row, expected_row in zip(got, expected, strict=True):
+        for g, e in zip(got_row, expected_row, strict=True):
+            assert g.score == pytest.approx(e.score, abs=1e-4)
+    # the adapter matters: the reloaded model's logits differ from its base model's
+    ids = from_disk.tokenizer(from_disk.prompt_text(states[0]), return_tensors="pt")
+    with torch.no_grad():
+        adapted = from_disk.model(**ids).logits
+        with from_disk.model.disable_adapter():
+            plain = from_disk.model(**ids).logits
+    assert not torch.allclose(adapted, plain)
+
+
+def test_trl_arguments_follow_the_hardware(tiny_dir, tmp_path):
+    from trl import SFTConfig
+
+    cpu = SFTTrainer(str(tiny_dir), output_dir=tmp_path, hardware=Hardware("cpu", False, False))
+    args = cpu.trl_arguments(tmp_path / "work")
+    config = SFTConfig(**args)
+    assert config.bf16 is False and config.gradient_checkpointing is False
+    assert config.completion_only_loss is True and config.use_cpu is True
+    assert config.per_device_train_batch_size == 1 and config.learning_rate == 2e-5
+    cuda = SFTTrainer(str(tiny_dir), output_dir=tmp_path, hardware=Hardware("cuda", True, True))
+    args = cuda.trl_arguments(tmp_path / "work")
+    assert args["bf16"] is True and args["use_cpu"] is False
+    assert True in (args.get("activation_checkpointing"), args.get("gradient_checkpointing"))
+    forced = SFTTrainer(
+        str(tiny_dir),
+        output_dir=tmp_path,
+        hardware=Hardware("cuda", True, True),
+        bf16=False,
+        gradient_checkpointing=False,
+        trl_args={"weight_decay": 0.5},
+    )
+    args = forced.trl_arguments(tmp_path / "work")
+    assert args["bf16"] is False and True not in (
+        args.get("activation_checkpointing"),
+        args.get("gradient_checkpointing"),
+    )
+    assert args["weight_decay"] == 0.5
+
+
+def test_from_config_file(tiny_dir, tmp_path):
+    config = tmp_path / "sft.yaml"
+    config.write_text(
+        f"model_name: {tiny_dir}\nbatch_size: 2\nmax_steps: 5\nmax_length: 256\n"
+        "lora: {r: 2, lora_alpha: 4, target_modules: [q_proj]}\n"
+    )
+    trainer = SFTTrainer.from_config(config, output_dir=tmp_path / "out")
+    assert trainer.batch_size == 2 and trainer.options.max_steps == 5
+    assert trainer.options.max_length == 256 and trainer.output_dir == tmp_path / "out"
+    assert trainer.use_lora and trainer.lora_config.r == 2
+
+
+def test_missing_split_file(tiny_dir, tmp_path):
+    trainer = SFTTrainer(str(tiny_dir), output_dir=tmp_path / "out", progress_bars=False)
+    repo = Repository(url="https://github.com/x/y", commit="a" * 40)
+    step = CurriculumStep(0, repo, (repo,), tmp_path / "nothing", tmp_path / "out" / "c0")
+    with pytest.raises(LeanloopError, match="missing data split file") as info:
+        trainer.train_step(step)
+    assert str(tmp_path / "nothing" / "random" / "train.json") in str(info.value)
+
+
+def test_no_training_examples(tiny_dir, sample_dir, tmp_path):
+    theorems = sample_theorems(sample_dir)
+    sorries = [with_sorry(t) for t in theorems[:30]]
+    repo = Repository(url=sorries[0].url, commit=sorries[0].commit)
+    database = DynamicDatabase(tmp_path / "lean.db")
+    database.add_repository(repo, sorries)
+    out = tmp_path / "out"
+    trainer = SFTTrainer(str(tiny_dir), output_dir=out, progress_bars=False)
+    with pytest.raises(LeanloopError, match="no training examples in .*train.json"):
+        trainer.train([repo], database, tmp_path / "data")
+    assert latest_checkpoint(out) is None
+    assert not [p for p in out.iterdir() if not p.name.startswith(".")]
+
+
+def test_unknown_model_names_the_offline_models(tmp_path):
+    with pytest.raises(LeanloopError, match="unknown model 'no-such-org/no-such-model'") as info:
+        SFTTrainer("no-such-org/no-such-model", output_dir=tmp_path)
+    message = str(info.value)
+    assert "HF_HUB_OFFLINE" in message
+    for name in ("smollm2-135m-instruct", "tinycoder", "all-minilm-l6-v2"):
+        assert name in message
+    with pytest.raises(LeanloopError, match="no such directory"):
+        SFTTrainer(str(tmp_path / "missing" / "model"), output_dir=tmp_path)
+    with pytest.raises(LeanloopError, match="holds no usable checkpoint"):
+        SFTTrainer(str(tmp_path), output_dir=tmp_path / "out")
+
+
+def test_bad_options_are_named(tmp_path):
+    with pytest.raises(LeanloopError, match="option 'max_lenght'"):
+        SFTTrainer("tinycoder", output_dir=tmp_path, max_lenght=12)
+    with pytest.raises(LeanloopError, match="option 'batch_size'"):
+        SFTTrainer("tinycoder", output_dir=tmp_path, batch_size=0)
+    with pytest.raises(LeanloopError, match="lora_config must be a peft.LoraConfig"):
+        SFTTrainer("tinycoder", output_dir=tmp_path, lora_config=42)

@@ -1,0 +1,135 @@
+"""Test material for the tactic-generator tests: a tiny causal language model (a Llama or Qwen3
+config with a few hundred thousand parameters and a byte-level BPE tokenizer trained on the fly on
+the sample's states and tactics, ChatML template, ``<|im_end|>`` as end token) and a SQLite
+database holding the real sample plus a second repository made of moved copies."""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from leanloop.data.prompt import PromptFormat
+from leanloop.data.records import Repository, Theorem
+from leanloop.ml.models import CHATML_TEMPLATE
+from tests.helpers import moved, sample_theorems
+
+SECOND_REPOSITORY = Repository(
+    url="https://github.com/leanloop-tests/second-project", commit="5e" * 20
+)
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def corpus(theorems: Iterable[Theorem], prompt_format: PromptFormat | None = None) -> list[str]:
+    """The texts the tokenizer learns from: rendered prompts and tactics of the real steps."""
+    prompt_format = prompt_format or PromptFormat()
+    texts = [prompt_format.system]
+    for row in prompt_format.examples(theorems):
+        texts.append(row["state"])
+        texts.append(row["tactic"])
+    return texts
+
+
+def build_tokenizer(texts: list[str], vocab_size: int = 1500):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+    )
+    fast.chat_template = CHATML_TEMPLATE
+    return fast
+
+
+def build_tiny_causal(
+    directory: Path,
+    theorems: Iterable[Theorem],
+    *,
+    arch: str = "llama",
+    hidden: int = 64,
+    layers: int = 2,
+    vocab_size: int = 1500,
+    seed: int = 0,
+) -> Path:
+    """Save a freshly initialised tiny model and its tokenizer to ``directory``."""
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
+
+    tokenizer = build_tokenizer(corpus(theorems), vocab_size=vocab_size)
+    common = {
+        "vocab_size": len(tokenizer),
+        "hidden_size": hidden,
+        "intermediate_size": hidden * 2,
+        "num_hidden_layers": layers,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 2048,
+        "bos_token_id": None,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "tie_word_embeddings": False,
+    }
+    if arch == "llama":
+        config = LlamaConfig(**common)
+    elif arch == "qwen3":
+        config = Qwen3Config(**common, head_dim=hidden // 4)
+    else:
+        raise ValueError(f"unknown architecture {arch}")
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    directory.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
+    return directory
+
+
+def parameter_count(directory: Path) -> int:
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(directory)
+    return sum(p.numel() for p in model.parameters())
+
+
+@functools.cache
+def shared_tiny_model(sample_dir: Path) -> Path:
+    """One tiny model per test process (built in about a second, removed at exit)."""
+    directory = Path(tempfile.mkdtemp(prefix="leanloop-tiny-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return build_tiny_causal(directory / "model", sample_theorems(sample_dir))
+
+
+def two_repository_db(path: Path, sample_dir: Path, *, second_size: int = 60):
+    """A SQLite database with the real sample (one repository) and a second repository holding
+    moved copies of its first ``second_size`` theorems; returns the database and both
+    repositories in training order."""
+    from leanloop.database import DynamicDatabase
+
+    database = DynamicDatabase(path)
+    database.import_leandojo(sample_dir)
+    (first,) = database.get_repositories()
+    second = SECOND_REPOSITORY
+    copies = [
+        moved(t, url=second.url, commit=second.commit)
+        for t in sample_theorems(sample_dir)[:second_size]
+    ]
+    database.add_repository(second, copies)
+    return database, [first, second]
