@@ -235,3 +235,21 @@ def test_python_dash_m(tmp_path, sample_dir):
     )
     assert result.returncode == 1
     assert result.stderr.startswith("error: no database") and "Traceback" not in result.stderr
+
+
+def test_doctor_and_trace_without_lean(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
+    code, out, err = run(capsys, "doctor")
+    assert code == 1 and "elan-init.sh" in out and "missing: elan, lake, lean" in err
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "lakefile.lean").write_text("package p\n")
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.9.0\n")
+    code, _, err = run(capsys, "trace", str(project), "--db", str(tmp_path / "t.db"))
+    assert_one_line_error(code, err, "no Lean toolchain", "leanloop doctor")
+    assert not (tmp_path / "t.db").exists()
+    code, _, err = run(capsys, "trace", str(tmp_path / "nowhere"))
+    assert_one_line_error(code, err, "no such file or directory")
+    code, _, err = run(capsys, "trace", str(tmp_path))
+    assert_one_line_error(code, err, "is not a Lean project")

@@ -7,7 +7,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from leanloop.cli import data_cmd, db_cmd, run_cmd
+from leanloop.cli import data_cmd, db_cmd, lean_cmd, run_cmd
 from leanloop.cli.common import err_console
 from leanloop.errors import LeanloopError
 
@@ -21,6 +21,8 @@ app = typer.Typer(
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
 app.command("run")(run_cmd.run)
+app.command("doctor")(lean_cmd.doctor)
+app.command("trace")(lean_cmd.trace)
 
 
 @app.callback()

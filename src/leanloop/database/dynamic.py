@@ -321,6 +321,34 @@ class DynamicDatabase:
             hint="add metadata.json with from_repo {url, commit}, or import it with its theorems",
         )
 
+    def trace_repository(
+        self,
+        url: str | None = None,
+        commit: str | None = None,
+        *,
+        path: str | Path | None = None,
+        build_deps: bool = False,
+        build: bool = True,
+        workers: int = 1,
+        **options,
+    ):
+        """Trace a Lean project (a git ``url`` at ``commit``, or a local ``path``: a directory or
+        a ``.lean`` file) and add its theorems, premises and files; returns a ``TraceReport``.
+
+        ``build_deps`` also scans the dependencies' sources, so that premises defined there are
+        known. Needs a Lean toolchain and the Lean REPL (``leanloop doctor`` says what is
+        missing). Tracing a commit again changes nothing.
+        """
+        from leanloop.database.tracing import trace_project
+        from leanloop.lean.project import open_project
+
+        if (url is None) == (path is None):
+            raise LeanloopError("give either a repository url or a local path to trace")
+        project = open_project(url if url is not None else path, commit=commit)
+        return trace_project(
+            self, project, build=build, dependencies=build_deps, workers=workers, **options
+        )
+
     def record_proof(self, theorem: Theorem, proof: str) -> None:
         """Store a proof found for an open sorry theorem; it becomes ``sorry_proved``."""
         with self.transaction() as conn:

@@ -77,6 +77,8 @@ class Declaration:
     code_start: Location  # doc comment or attribute start, else ``start``
     source: str = field(repr=False, compare=False)
     context_start: Location | None = None  # start of 'set_option ... in' / 'open ... in' before
+    name_start: Location | None = None  # the name as written
+    name_end: Location | None = None
     sorries: tuple[Location, ...] = ()
     signature_start: int = 0  # offset after the name (and its universe parameters)
 
@@ -327,7 +329,8 @@ class _Scanner:
         if kind == "class" and i < len(tokens) and tokens[i].text == "inductive":
             kind = "class inductive"
             i += 1
-        name, i = self._name(kind, i)
+        name, name_index, i = self._name(kind, i)
+        name_token = tokens[name_index] if name is not None else None
         signature_start = tokens[i].start if i < len(tokens) else len(self.source)
         stop = self._next_command(keyword_index)
         header_end = self._header_end(i, stop)
@@ -359,22 +362,26 @@ class _Scanner:
                 sorries=tuple(s for s in self.sorries if start.offset <= s.offset < end.offset),
                 signature_start=signature_start,
                 context_start=self._pending_in,
+                name_start=_loc(name_token) if name_token else None,
+                name_end=_loc_end(self.source, name_token) if name_token else None,
             )
         )
         self._pending_in = None
         return stop
 
-    def _name(self, kind: str, i: int) -> tuple[str | None, int]:
+    def _name(self, kind: str, i: int) -> tuple[str | None, int, int]:
+        """The declared name, the index of its token, and the index after it."""
         tokens = self.tokens
         if kind == "example" or i >= len(tokens):
-            return None, i
+            return None, i, i
         if kind == "instance":
             while i < len(tokens) and tokens[i].text == "(" and "priority" in tokens[i + 1].text:
                 i = self._matching(i)
         token = tokens[i]
         if token.kind is not Kind.IDENT or token.text in ("where", "extends"):
-            return None, i
+            return None, i, i
         name = token.text.replace("«", "").replace("»", "")
+        name_index = i
         i += 1
         # universe parameters: name.{u, v}
         if (
@@ -384,7 +391,7 @@ class _Scanner:
             and tokens[i + 1].text == "{"
         ):
             i = self._matching(i + 1)
-        return name, i
+        return name, name_index, i
 
     def _is_alternative(self, j: int, stop: int) -> bool:
         """A '|' starting a line with '=>' later on that line: a pattern-matching alternative

@@ -345,15 +345,30 @@ class ReplayMismatch(AssertionError):
 
 class ReplayTransport(Transport):
     """Answers each request with the recorded answer; fails if a request differs from the
-    recording (so a test checks what a client sends as well as how it reads the answers)."""
+    recording (so a test checks what a client sends as well as how it reads the answers).
 
-    def __init__(self, exchanges: Sequence[tuple[Any, Any]], *, name: str = "recording") -> None:
+    With ``ordered=False`` requests may come in any order (each recorded exchange is used once),
+    for clients that work on several recordings concurrently.
+    """
+
+    def __init__(
+        self,
+        exchanges: Sequence[tuple[Any, Any]],
+        *,
+        name: str = "recording",
+        ordered: bool = True,
+    ) -> None:
         self.exchanges = list(exchanges)
         self.position = 0
         self.name = name
         self.generation = 1
+        self.ordered = ordered
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
 
     def exchange(self, request: Any) -> Any:
+        if not self.ordered:
+            return self._exchange_unordered(request)
         if self.position >= len(self.exchanges):
             raise ReplayMismatch(f"{self.name}: unexpected extra request {request!r}")
         expected, answer = self.exchanges[self.position]
@@ -364,6 +379,15 @@ class ReplayTransport(Transport):
             )
         self.position += 1
         return answer
+
+    def _exchange_unordered(self, request: Any) -> Any:
+        with self._lock:
+            for index, (expected, answer) in enumerate(self.exchanges):
+                if index not in self._used and _normalise(expected) == _normalise(request):
+                    self._used.add(index)
+                    self.position += 1
+                    return answer
+        raise ReplayMismatch(f"{self.name}: no recorded exchange for request {request!r}")
 
     @property
     def finished(self) -> bool:

@@ -1,0 +1,259 @@
+"""Find what Lean work needs — elan, lake, lean, the toolchain a project pins, the Lean REPL and
+Pantograph executables — and say plainly what is missing and the commands that install it."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
+from leanloop.lean.project import LeanProject
+
+ELAN_INSTALL = "curl https://elan.lean-lang.org/elan-init.sh -sSf | sh"
+REPL_REPOSITORY = "https://github.com/leanprover-community/repl"
+PANTOGRAPH_REPOSITORY = "https://github.com/stanford-centaur/PyPantograph"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One thing looked for: found (with where/version) or missing (with the fix)."""
+
+    name: str
+    found: bool
+    detail: str
+    fix: str | None = None
+    required: bool = True
+
+
+@dataclass
+class ToolchainReport:
+    """Everything ``leanloop doctor`` reports."""
+
+    elan: Path | None = None
+    lake: Path | None = None
+    lean: Path | None = None
+    lean_version: str | None = None
+    pinned: str | None = None
+    pinned_installed: bool | None = None
+    repl: Path | None = None
+    pantograph: Path | None = None
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.found for c in self.checks if c.required)
+
+    def missing(self) -> list[Check]:
+        return [c for c in self.checks if not c.found and c.required]
+
+    def render(self) -> list[str]:
+        lines = []
+        for check in self.checks:
+            mark = "ok " if check.found else ("-- " if not check.required else "XX ")
+            lines.append(f"[{mark}] {check.name}: {check.detail}")
+            if not check.found and check.fix:
+                lines.append(f"        fix: {check.fix}")
+        return lines
+
+
+def elan_home() -> Path:
+    return Path(os.environ.get("ELAN_HOME") or Path.home() / ".elan")
+
+
+def find_executable(name: str) -> Path | None:
+    """``name`` on PATH, else in elan's bin directory."""
+    found = shutil.which(name)
+    if found:
+        return Path(found)
+    candidate = elan_home() / "bin" / name
+    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def _version(executable: Path, *args: str) -> str | None:
+    try:
+        result = subprocess.run(
+            [str(executable), *args], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (result.stdout or result.stderr).strip()
+    return text.splitlines()[0] if text else None
+
+
+def toolchain_dir_name(toolchain: str) -> str:
+    """elan's directory name for a toolchain: ``leanprover/lean4:v4.9.0`` ->
+    ``leanprover--lean4---v4.9.0``."""
+    return toolchain.strip().replace("/", "--").replace(":", "---")
+
+
+def installed_toolchains() -> list[str]:
+    """Toolchains elan has installed, as written in lean-toolchain files."""
+    directory = elan_home() / "toolchains"
+    if not directory.is_dir():
+        return []
+    names = []
+    for entry in sorted(directory.iterdir()):
+        if entry.is_dir():
+            names.append(re.sub(r"---", ":", entry.name, count=1).replace("--", "/"))
+    return names
+
+
+def toolchain_installed(toolchain: str) -> bool:
+    return (elan_home() / "toolchains" / toolchain_dir_name(toolchain)).is_dir()
+
+
+def toolchain_sources(toolchain: str) -> Path | None:
+    """The Lean sources (Init, Std, Lean) shipped with an installed toolchain, if present."""
+    path = elan_home() / "toolchains" / toolchain_dir_name(toolchain) / "src" / "lean"
+    return path if path.is_dir() else None
+
+
+def find_server(
+    kind: str, project: LeanProject | None = None, configured: str | Path | None = None
+) -> Path | None:
+    """The REPL (``kind="repl"``) or Pantograph (``"pantograph"``) executable: as configured (or
+    ``$LEANLOOP_REPL`` / ``$LEANLOOP_PANTOGRAPH``), built inside the project's Lake packages, or
+    on PATH."""
+    env_name = "LEANLOOP_REPL" if kind == "repl" else "LEANLOOP_PANTOGRAPH"
+    explicit = configured or os.environ.get(env_name)
+    if explicit:
+        path = Path(explicit).expanduser()
+        return path if path.is_file() else None
+    names = ("repl",) if kind == "repl" else ("pantograph-repl", "repl")
+    if project is not None:
+        packages = ("repl",) if kind == "repl" else ("pantograph", "Pantograph", "PyPantograph")
+        for package in packages:
+            for name in names:
+                candidate = (
+                    project.root / ".lake" / "packages" / package / ".lake" / "build" / "bin" / name
+                )
+                if candidate.is_file():
+                    return candidate
+    for name in names[:1]:
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    return None
+
+
+def diagnose(
+    project: LeanProject | None = None,
+    *,
+    repl: str | Path | None = None,
+    pantograph: str | Path | None = None,
+) -> ToolchainReport:
+    """Look for everything; never raises."""
+    report = ToolchainReport()
+    report.elan = find_executable("elan")
+    report.checks.append(
+        Check(
+            "elan",
+            report.elan is not None,
+            str(report.elan) if report.elan else "not found (installs and selects toolchains)",
+            fix=ELAN_INSTALL,
+        )
+    )
+    report.lake = find_executable("lake")
+    report.checks.append(
+        Check(
+            "lake",
+            report.lake is not None,
+            _version(report.lake, "--version") or str(report.lake) if report.lake else "not found",
+            fix=f"{ELAN_INSTALL}   (elan provides lake and lean)",
+        )
+    )
+    report.lean = find_executable("lean")
+    if report.lean is not None:
+        report.lean_version = _version(report.lean, "--version")
+    report.checks.append(
+        Check(
+            "lean",
+            report.lean is not None,
+            report.lean_version or "not found",
+            fix=f"{ELAN_INSTALL}   (elan provides lake and lean)",
+        )
+    )
+    if project is not None:
+        report.pinned = project.toolchain
+        if project.toolchain is None:
+            report.checks.append(
+                Check(
+                    "project toolchain",
+                    False,
+                    f"{project.root} has no lean-toolchain file",
+                    fix="add a lean-toolchain file, e.g. 'leanprover/lean4:v4.9.0'",
+                )
+            )
+        else:
+            report.pinned_installed = toolchain_installed(project.toolchain)
+            report.checks.append(
+                Check(
+                    "project toolchain",
+                    report.pinned_installed,
+                    f"{project.toolchain} "
+                    + ("installed" if report.pinned_installed else "is not installed"),
+                    fix=f"elan toolchain install {project.toolchain}",
+                )
+            )
+    report.repl = find_server("repl", project, repl)
+    report.checks.append(
+        Check(
+            "Lean REPL",
+            report.repl is not None,
+            str(report.repl) if report.repl else "not found",
+            fix=(
+                f"add 'require REPL from git \"{REPL_REPOSITORY}\"' (at the tag matching your "
+                "toolchain) to the lakefile and run 'lake build repl', or build it from "
+                f"{REPL_REPOSITORY} and set LEANLOOP_REPL to the executable"
+            ),
+        )
+    )
+    report.pantograph = find_server("pantograph", project, pantograph)
+    report.checks.append(
+        Check(
+            "Pantograph",
+            report.pantograph is not None,
+            str(report.pantograph)
+            if report.pantograph
+            else "not found (optional: the REPL backend does everything leanloop needs)",
+            fix=(
+                f"build pantograph-repl from {PANTOGRAPH_REPOSITORY} (its 'src' Lean project) "
+                "and set LEANLOOP_PANTOGRAPH to the executable"
+            ),
+            required=False,
+        )
+    )
+    return report
+
+
+def require(
+    project: LeanProject | None = None,
+    *,
+    server: str = "repl",
+    executable: str | Path | None = None,
+) -> ToolchainReport:
+    """The report, or a clear error naming what is missing and how to install it."""
+    report = diagnose(
+        project,
+        repl=executable if server == "repl" else None,
+        pantograph=executable if server == "pantograph" else None,
+    )
+    for check in report.checks:
+        if check.name in ("elan", "lake", "lean", "project toolchain") and not check.found:
+            raise ToolchainNotFound(
+                f"no Lean toolchain: {check.name} {check.detail}",
+                hint=f"{check.fix}; 'leanloop doctor' shows everything that is missing",
+            )
+    wanted = report.repl if server == "repl" else report.pantograph
+    if wanted is None:
+        fix = next(
+            c.fix
+            for c in report.checks
+            if c.name == ("Lean REPL" if server == "repl" else "Pantograph")
+        )
+        raise ServerNotFound(f"the {server} executable was not found", hint=fix)
+    return report

@@ -1,0 +1,64 @@
+"""End-to-end tests against a real Lean toolchain. They run wherever ``lake`` is on the PATH (or
+in elan's bin directory) and a Lean REPL executable is found (``$LEANLOOP_REPL``, or ``repl`` on
+the PATH); elsewhere they are skipped, saying why."""
+
+from __future__ import annotations
+
+import pytest
+
+from leanloop.lean.project import open_project
+from leanloop.lean.repl import ReplServer
+from leanloop.lean.server import ProofFinished, ProofState, TacticFailed
+from leanloop.lean.toolchain import find_executable, find_server
+from leanloop.lean.verdict import Verdict
+
+pytestmark = pytest.mark.lean
+
+
+@pytest.fixture(scope="module")
+def lean_project(tmp_path_factory):
+    lake = find_executable("lake")
+    if lake is None:
+        pytest.skip("no Lean toolchain here (lake not found)")
+    repl = find_server("repl")
+    if repl is None:
+        pytest.skip("lake found but no Lean REPL: set LEANLOOP_REPL to test the REPL backend")
+    root = tmp_path_factory.mktemp("leanproject")
+    # no lean-toolchain file: lake uses the default toolchain, which the REPL must match
+    (root / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\nlean_lib Demo\n")
+    (root / "Demo.lean").write_text(
+        "theorem add_zero' (n : Nat) : n + 0 = n := by\n  simp\n\n"
+        "theorem open_one : 1 + 1 = 2 := by\n  sorry\n"
+    )
+    return open_project(root), lake, repl
+
+
+@pytest.fixture
+def server(lean_project):
+    project, lake, repl = lean_project
+    with ReplServer.launch(project.root, repl, lake=lake, timeout=120) as server:
+        yield server
+
+
+def test_check_verdicts(server):
+    assert server.check("theorem t : 1 + 1 = 2 := by decide").verdict is Verdict.ACCEPTED
+    assert server.check("theorem t : 1 + 1 = 3 := by decide").verdict is Verdict.REJECTED
+    assert server.check("theorem t : 1 + 1 = 2 := by sorry").verdict is Verdict.CONTAINS_SORRY
+
+
+def test_tactics(server):
+    state = server.start_proof("∀ p q : Prop, p ∧ q → q ∧ p")
+    state = server.run_tactic(state, "intro p q h")
+    assert isinstance(state, ProofState)
+    assert isinstance(server.run_tactic(state, "exact nonexistent_lemma"), TacticFailed)
+    assert isinstance(server.run_tactic(state, "exact ⟨h.2, h.1⟩"), ProofFinished)
+
+
+def test_trace_into_database(lean_project, tmp_path):
+    from leanloop.database import DynamicDatabase
+
+    project, _, _ = lean_project
+    db = DynamicDatabase(tmp_path / "real.db")
+    report = db.trace_repository(path=project.root, build=False)
+    assert report.counts.theorems_added == 2
+    assert [t.full_name for t in db.get_sorry_theorems()] == ["open_one"]

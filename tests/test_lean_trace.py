@@ -1,0 +1,164 @@
+"""Tracing a project into records and the database, with the Lean side replayed from the REPL's
+recorded answers (the tracer's requests must equal the recorded ones)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leanloop.data.leandojo import LeanDojoDataset
+from leanloop.data.records import TheoremStatus
+from leanloop.data.traced import (
+    PremiseLocation,
+    annotate,
+    states_after,
+    steps_of,
+)
+from leanloop.database import DynamicDatabase
+from leanloop.database.tracing import trace_project
+from leanloop.lean.errors import ServerCrashed
+from leanloop.lean.project import open_project
+from leanloop.lean.repl import ReplServer
+from leanloop.lean.trace import Tracer
+from leanloop.lean.transport import ReplayTransport, Transport
+
+
+@pytest.fixture(scope="module")
+def transcripts(fixtures):
+    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
+    return {t["name"]: t for t in map(json.loads, path.read_text().splitlines())}
+
+
+def traced_sources(transcripts):
+    """File name -> (source, the recorded exchange elaborating it with allTactics)."""
+    wanted = {
+        "Calc.lean": ("calc", 0),
+        "Def.lean": ("all_tactics", 0),
+        "Ex.lean": ("self_proof_check", 5),
+    }
+    files = {}
+    for name, (transcript, index) in wanted.items():
+        request = transcripts[transcript]["requests"][index]
+        assert request.get("allTactics") and set(request) == {"cmd", "allTactics"}
+        files[name] = (request["cmd"], (request, transcripts[transcript]["responses"][index]))
+    return files
+
+
+@pytest.fixture
+def project(tmp_path, transcripts):
+    root = tmp_path / "Demo"
+    root.mkdir()
+    (root / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\n")
+    (root / "lean-toolchain").write_text("leanprover/lean4:v4.33.0-rc2\n")
+    files = traced_sources(transcripts)
+    for name, (source, _) in files.items():
+        (root / name).write_text(source)
+    return open_project(root), [exchange for _, exchange in files.values()]
+
+
+def replaying(exchanges):
+    def factory(_key):
+        return ReplServer(ReplayTransport(exchanges, ordered=False, name="trace"))
+
+    return factory
+
+
+def test_tracer_sends_the_recorded_requests_and_keeps_the_answers(project, tmp_path):
+    lean_project, exchanges = project
+    trace = Tracer(
+        lean_project, server_factory=replaying(exchanges), workers=2, cache_dir=tmp_path / "cache"
+    ).trace()
+    assert [f.path for f in trace.files] == ["Calc.lean", "Def.lean", "Ex.lean"]
+    assert not trace.failures
+    calc = trace.files[0]
+    assert calc.tactics[0].tactic.startswith("calc")
+    assert calc.tactics[0].used_constants[:2] == ("Trans.trans", "sorryAx")
+    assert len(calc.sorries) == 2
+
+
+def test_trace_is_cached(project, tmp_path):
+    lean_project, exchanges = project
+    Tracer(lean_project, server_factory=replaying(exchanges), cache_dir=tmp_path / "c").trace()
+
+    def no_lean(_key):
+        raise AssertionError("a cached file must not be traced again")
+
+    again = Tracer(lean_project, server_factory=no_lean, cache_dir=tmp_path / "c").trace()
+    assert again.cached == 3 and len(again.files) == 3
+    assert (
+        again.files[0].tactics
+        == Tracer(lean_project, server_factory=replaying(exchanges)).trace().files[0].tactics
+    )
+
+
+def test_a_failing_file_does_not_stop_the_trace(project, tmp_path):
+    lean_project, exchanges = project
+
+    class Crashing(Transport):
+        generation = 1
+
+        def exchange(self, request):
+            if "calc" in request["cmd"]:
+                raise ServerCrashed("the Lean REPL exited with status 137")
+            return ReplayTransport(exchanges, ordered=False).exchange(request)
+
+    trace = Tracer(lean_project, server_factory=lambda _k: ReplServer(Crashing())).trace()
+    assert list(trace.failures) == ["Calc.lean"] and "137" in trace.failures["Calc.lean"]
+    assert [f.path for f in trace.files] == ["Def.lean", "Ex.lean"]
+
+
+def test_steps_and_states_of_a_declaration(project):
+    lean_project, exchanges = project
+    trace = Tracer(lean_project, server_factory=replaying(exchanges)).trace(files=["Calc.lean"])
+    file = trace.files[0]
+    (example,) = file.scan.declarations
+    steps = steps_of(example, file.tactics)
+    # the nested step whose state before is 'no goals' is dropped
+    assert [s.goals_before for s in steps] == ["⊢ 3 = 5", "⊢ 3 = 4", "⊢ 4 = 5"]
+    assert states_after(steps) == ["no goals", "⊢ 4 = 5", "no goals"]
+
+
+def test_records_and_database(project, tmp_path):
+    lean_project, exchanges = project
+    db = DynamicDatabase(tmp_path / "t.db")
+    report = trace_project(
+        db, lean_project, server_factory=replaying(exchanges), cache_dir=tmp_path / "cache"
+    )
+    assert report.files == 3 and report.counts.theorems_added == 1
+    (theorem,) = db.get_theorems()
+    assert theorem.full_name == "ex" and theorem.status is TheoremStatus.SORRY
+    assert theorem.statement == "theorem ex : False"
+    assert [(t.tactic, t.state_before, t.state_after) for t in theorem.traced_tactics] == [
+        ("sorry", "⊢ False", "no goals")
+    ]
+    assert theorem.start.column == 1  # LeanDojo's columns are 1-based
+    assert [t.full_name for t in db.get_sorry_theorems()] == ["ex"]
+    premises = {p.full_name for p in db.get_premises()}
+    assert {"f", "ex"} <= premises
+    assert report.repository.commit.startswith("content-")  # not a git checkout
+    before = db.stats()
+    again = trace_project(
+        db, lean_project, server_factory=replaying(exchanges), cache_dir=tmp_path / "cache"
+    )
+    assert again.cached_files == 3 and again.counts.theorems_added == 0
+    assert db.stats() == before  # tracing twice changes nothing
+
+
+def test_premise_marks_reproduce_leandojo_annotations(sample_dir):
+    """Given the premises Lean reports as used, the tactic text is marked exactly as in the real
+    LeanDojo Benchmark 4 data, for every traced step of the sample."""
+    steps = 0
+    for theorem in LeanDojoDataset(sample_dir).iter_theorems():
+        parts = theorem.full_name.split(".")[:-1]
+        context = [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+        for step in theorem.traced_tactics:
+            index = {
+                r.full_name: PremiseLocation(r.def_path, r.def_pos, r.def_end_pos)
+                for r in step.premises
+            }
+            used = [r.full_name for r in step.premises] + ["Eq", "OfNat.ofNat", "instHAdd"]
+            marked = annotate(step.annotated_tactic.plain_text, used, index, context)
+            assert marked == step.annotated_tactic, theorem.full_name
+            steps += 1
+    assert steps == 435
