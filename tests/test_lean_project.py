@@ -222,3 +222,20 @@ def test_installed_toolchains_and_servers(repo, no_lean, monkeypatch, tmp_path):
     assert toolchain.find_server("repl", open_project(root)) == configured
     with pytest.raises(ServerNotFound, match="pantograph"):
         toolchain.require(open_project(root), server="pantograph")
+
+
+def test_failed_build_is_one_clear_line(repo, tmp_path):
+    from leanloop.lean.build import build
+    from leanloop.lean.errors import BuildFailed
+
+    # a stand-in for lake that fails like a broken build does (this tests the reporting only)
+    lake = tmp_path / "lake"
+    lake.write_text(
+        "#!/bin/sh\necho 'building Demo.Basic'\n"
+        "echo 'error: Demo/Basic.lean:1:0: stand-in failure' >&2\nexit 1\n"
+    )
+    lake.chmod(0o755)
+    with pytest.raises(BuildFailed) as err:
+        build(open_project(repo[0]), lake)
+    assert "stand-in failure" in err.value.message and "\n" not in err.value.message
+    assert "lake build" in err.value.hint

@@ -189,6 +189,8 @@ def test_attributes_modifiers_doc(scanned):
     assert not first.has_sorry  # 'sorry' in the doc comment does not count
     helper = scanned.by_name["Outer.Inner.helper₁"]
     assert helper.modifiers == ("private",) and helper.namespace == ("Outer", "Inner")
+    assert helper.variables == ("{α : Type*} [Inhabited α]",)
+    assert scanned.by_name["Outer.Inner.Point"].variables == ()  # the section has ended
 
 
 def test_headers_end_where_bodies_start(scanned):

@@ -71,6 +71,7 @@ class Declaration:
     doc: str | None
     namespace: tuple[str, ...]
     opens: tuple[str, ...]
+    variables: tuple[str, ...]  # the 'variable' binders in scope, as written
     start: Location  # first modifier or the keyword (attributes and doc comment come before)
     statement_end: Location  # end of the header: before ':=', 'where', a '|' alternative, ...
     end: Location  # end of the whole declaration
@@ -152,6 +153,7 @@ class _Scope:
     kind: str  # namespace | section | mutual
     names: tuple[str, ...] = ()
     opens: list[str] = field(default_factory=list)
+    variables: list[str] = field(default_factory=list)
 
 
 def scan(source: str) -> SourceScan:
@@ -291,6 +293,9 @@ class _Scanner:
         elif keyword == "end":
             if len(self.scopes) > 1:
                 self.scopes.pop()
+        elif keyword == "variable" and stop > i + 1:
+            end = _loc_end(self.source, self.tokens[stop - 1]).offset
+            self.scopes[-1].variables.append(self.source[self.tokens[i + 1].start : end])
         elif keyword == "open" and "in" not in words:
             self.scopes[-1].opens.extend(w for w in words if w not in ("scoped", "hiding"))
         return stop
@@ -354,6 +359,7 @@ class _Scanner:
                 doc=doc,
                 namespace=namespace,
                 opens=self._opens(),
+                variables=tuple(v for scope in self.scopes for v in scope.variables),
                 start=start,
                 statement_end=header_end,
                 end=end,
