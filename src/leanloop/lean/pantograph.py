@@ -137,6 +137,22 @@ class PantographServer(LeanServer):
             f"cannot start a proof of {theorem.full_name} ({theorem.file_path}): {problem}"
         )
 
+    def open_sorries(self, code: str) -> list[ProofState]:
+        result = self._call(proto.FrontendProcess(file=code, sorrys=True))
+        errors = [
+            m for u in result.units for m in map(_message, u.messages) if m.severity == "error"
+        ]
+        if errors:
+            raise LeanRequestError(f"the code does not elaborate: {errors[0]}")
+        states = [
+            self._state(u.goal_state_id, u.goals)
+            for u in result.units
+            if u.goal_state_id is not None and u.goals
+        ]
+        if not states:
+            raise LeanRequestError("the code has no sorry to start a proof from")
+        return states
+
     def run_tactic(
         self, state: ProofState, tactic: str, *, goal: int | None = None
     ) -> TacticResult:

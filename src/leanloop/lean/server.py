@@ -154,6 +154,10 @@ class LeanServer(ABC):
         """A proof of an existing theorem, in the context of its file."""
 
     @abstractmethod
+    def open_sorries(self, code: str) -> list[ProofState]:
+        """Elaborate ``code`` and give the proof state standing at its ``sorry``s."""
+
+    @abstractmethod
     def run_tactic(
         self, state: ProofState, tactic: str, *, goal: int | None = None
     ) -> TacticResult:

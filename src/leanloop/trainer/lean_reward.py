@@ -1,0 +1,142 @@
+"""A GRPO reward checked by Lean: each completion is run as a tactic on its prompt's proof state
+through a Lean server; closing the goal beats making accepted progress, which beats an error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from leanloop.data.prompt import PromptFormat
+from leanloop.errors import LeanloopError
+from leanloop.lean.errors import LeanError, RequestTimeout, ServerError, StaleStateError
+from leanloop.lean.goals import goal_to_source
+from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
+from leanloop.trainer.rewards import completion_text
+
+
+@dataclass
+class LeanRewardStats:
+    checked: int = 0
+    closed: int = 0
+    progressed: int = 0
+    failed: int = 0
+    unparsable: int = 0
+    unavailable: int = 0  # the state could not be recreated, or the server failed
+
+
+class LeanCheckedReward:
+    """``reward(completions, state=[...], **columns)`` for TRL's GRPO trainer.
+
+    The state before (the ``state`` column) is recreated in Lean as a statement proved by
+    ``sorry`` (``declaration`` and the ``header`` of imports set how), each completion's tactic is
+    run on it, and the reward is ``closed`` if the goal is closed, ``progress`` if Lean accepted
+    the tactic with goals left, ``failed`` if Lean rejected it (or it timed out), ``unparsable``
+    if the completion holds no tactic. A state Lean cannot recreate, or a server failure, gives
+    ``None`` (TRL leaves such entries out) rather than blaming the completion.
+    """
+
+    def __init__(
+        self,
+        server: LeanServer | Callable[[], LeanServer],
+        *,
+        header: str = "",
+        declaration: str = "example",
+        implicit_binders: bool = False,
+        closed: float = 1.0,
+        progress: float = 0.5,
+        failed: float = 0.0,
+        unparsable: float = 0.0,
+        state_column: str = "state",
+        prompt_format: PromptFormat | None = None,
+    ) -> None:
+        self._server = server if isinstance(server, LeanServer) else None
+        self._factory = None if isinstance(server, LeanServer) else server
+        self.header = header.strip()
+        self.declaration = declaration
+        self.implicit_binders = implicit_binders
+        self.values = {
+            "closed": closed,
+            "progress": progress,
+            "failed": failed,
+            "unparsable": unparsable,
+        }
+        self.state_column = state_column
+        self.prompt_format = prompt_format or PromptFormat()
+        self.stats = LeanRewardStats()
+        self._starts: dict[str, ProofState | None] = {}
+        self._generation = -1
+        self.__name__ = "lean_checked_reward"
+
+    @property
+    def server(self) -> LeanServer:
+        if self._server is None:
+            assert self._factory is not None
+            self._server = self._factory()
+        return self._server
+
+    def _start(self, state: str) -> ProofState | None:
+        server = self.server
+        if self._generation != server.generation:
+            self._starts.clear()
+            self._generation = server.generation
+        if state not in self._starts:
+            try:
+                source = goal_to_source(
+                    state, declaration=self.declaration, implicit=self.implicit_binders
+                )
+            except ValueError:
+                self._starts[state] = None
+                return None
+            code = f"{self.header}\n\n{source}" if self.header else source
+            try:
+                self._starts[state] = server.open_sorries(code)[0]
+            except LeanError:
+                self._starts[state] = None
+            self._generation = server.generation
+        return self._starts[state]
+
+    def score(self, completion: Any, state: str) -> float | None:
+        tactic = self.prompt_format.parse(completion_text(completion))
+        if tactic is None:
+            self.stats.unparsable += 1
+            return self.values["unparsable"]
+        start = self._start(state)
+        if start is None:
+            self.stats.unavailable += 1
+            return None
+        try:
+            result = self.server.run_tactic(start, tactic)
+        except RequestTimeout:
+            self.stats.failed += 1
+            return self.values["failed"]
+        except (ServerError, StaleStateError):
+            self.stats.unavailable += 1
+            return None
+        self.stats.checked += 1
+        if isinstance(result, ProofFinished):
+            self.stats.closed += 1
+            return self.values["closed"]
+        if isinstance(result, TacticFailed):
+            self.stats.failed += 1
+            return self.values["failed"]
+        self.stats.progressed += 1
+        return self.values["progress"]
+
+    def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
+        states = columns.get(self.state_column)
+        if states is None:
+            raise LeanloopError(
+                f"the Lean-checked reward needs the '{self.state_column}' column (the state "
+                "before the step) in the dataset",
+                hint="GRPOTrainer's datasets carry it; for your own data add the column",
+            )
+        if len(states) != len(completions):
+            raise LeanloopError(
+                f"{len(completions)} completions but {len(states)} states for the Lean reward"
+            )
+        return [self.score(c, s) for c, s in zip(completions, states, strict=True)]
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.close()

@@ -1,0 +1,109 @@
+"""The Lean-checked GRPO reward, with the Lean side replayed from the REPL's recorded answers,
+and the reading of proof states back into Lean source."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leanloop.errors import LeanloopError
+from leanloop.lean.goals import goal_to_source, parse_goal
+from leanloop.lean.repl import ReplServer
+from leanloop.lean.transport import ReplayTransport
+from leanloop.trainer.lean_reward import LeanCheckedReward
+
+
+@pytest.fixture(scope="module")
+def transcripts(fixtures):
+    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
+    return {t["name"]: t for t in map(json.loads, path.read_text().splitlines())}
+
+
+def replayed(transcript, count=None):
+    pairs = list(zip(transcript["requests"], transcript["responses"], strict=False))
+    return ReplServer(ReplayTransport(pairs[:count], name=transcript["name"]))
+
+
+def chat(text):
+    return [{"role": "assistant", "content": text}]
+
+
+def test_closed_beats_error(transcripts):
+    """Two prompts: `exact?` closes `0 < 1`, and fails on `3 = 7` (real Lean answers)."""
+    server = replayed(transcripts["Mathlib/test/exact"])
+    reward = LeanCheckedReward(server, header="import Mathlib", declaration="theorem test")
+    rewards = reward(
+        [chat("exact?"), chat("exact?")],
+        state=["⊢ 0 < 1", "⊢ 3 = 7"],
+        tactic=["norm_num", "norm_num"],
+    )
+    assert rewards == [1.0, 0.0]
+    assert server.client.transport.finished  # exactly the recorded requests were sent
+    assert (reward.stats.closed, reward.stats.failed) == (1, 1)
+
+
+def test_accepted_progress(transcripts):
+    server = replayed(transcripts["proof_branching"], count=2)
+    reward = LeanCheckedReward(server, declaration="theorem complex_and")
+    state = "p q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ p ∧ r"
+    assert reward([chat("apply And.intro")], state=[state]) == [0.5]
+
+
+def test_implicit_binders_and_a_header(transcripts):
+    server = replayed(transcripts["Mathlib/test/H20231115"])
+    reward = LeanCheckedReward(
+        server,
+        header="import Mathlib.Tactic.Cases",
+        implicit_binders=True,
+        closed=2.0,
+        progress=0.25,
+    )
+    assert reward(["induction' x with x hx"], state=["x : Nat\n⊢ x + 1 > x"]) == [0.25]
+
+
+def test_unparsable_completions_never_reach_lean(transcripts):
+    server = replayed(transcripts["proof_branching"], count=0)  # any request would fail
+    reward = LeanCheckedReward(server, unparsable=-1.0)
+    assert reward([chat("sorry"), chat(""), chat("```\n```")], state=["⊢ True"] * 3) == [-1.0] * 3
+    assert reward.stats.unparsable == 3
+
+
+def test_states_that_cannot_be_checked_are_left_out():
+    from leanloop.lean.errors import ServerCrashed
+    from leanloop.lean.transport import Transport
+
+    class Dead(Transport):
+        generation = 1
+
+        def exchange(self, request):
+            raise ServerCrashed("the Lean REPL exited with status 137")
+
+    reward = LeanCheckedReward(ReplServer(Dead()))
+    # a state that is not a proof state, and a server that fails: neither blames the completion
+    assert reward(["rfl", "rfl"], state=["no goals", "⊢ True"]) == [None, None]
+    assert reward.stats.unavailable == 2
+
+
+def test_missing_state_column():
+    reward = LeanCheckedReward(lambda: None)
+    with pytest.raises(LeanloopError, match="'state' column"):
+        reward(["rfl"], tactic=["rfl"])
+
+
+def test_reading_states_back():
+    goal = parse_goal(
+        "case succ\nn✝ : ℕ\nih : n✝ + 0 = n✝\ninst✝ : Fintype α\nf g : ℕ →\n    ℕ\n"
+        "⊢ n✝ + 1 + 0 =\n    n✝ + 1\n\ncase zero\n⊢ 0 = 0"
+    )
+    assert goal.case == "succ"
+    assert [h.names for h in goal.hypotheses] == [("n✝",), ("ih",), ("inst✝",), ("f", "g")]
+    assert goal.hypotheses[3].type == "ℕ → ℕ"
+    assert goal.target == "n✝ + 1 + 0 = n✝ + 1"
+    source = goal_to_source("n✝ : ℕ\nih : n✝ + 0 = n✝\ninst✝ : Fintype α\n⊢ n✝ + 1 = n✝ + 1")
+    assert source == (
+        "example (n_1 : ℕ) (ih : n_1 + 0 = n_1) [Fintype α] : n_1 + 1 = n_1 + 1 := by sorry"
+    )
+    assert goal_to_source("⊢ True", declaration="theorem t") == "theorem t : True := by sorry"
+    with pytest.raises(ValueError, match="no line starts with ⊢"):
+        parse_goal("no goals")
