@@ -1,0 +1,100 @@
+"""Retrieval examples from a LeanDojo-format split: one per tactic step that uses a premise of
+the corpus, with the proof state as the query and the premises used as the positives."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from leanloop.data.records import Pos, Theorem, repository_identity
+from leanloop.errors import LeanloopError
+from leanloop.retrieval.corpus import Corpus
+
+
+@dataclass(frozen=True)
+class RetrievalStep:
+    """A tactic step seen as a retrieval query."""
+
+    context: str  # the proof state before the tactic
+    file_path: str  # the theorem's file
+    position: Pos  # where the theorem starts (premises must be defined before it)
+    positives: tuple[str, ...]  # full names of the premises the tactic used, in the corpus
+    theorem: str  # the theorem's full name
+    index: int  # the tactic's position in the proof
+    url: str = ""
+    commit: str = ""
+
+    def belongs_to(self, url: str, commit: str) -> bool:
+        return self.commit == commit and repository_identity(self.url) == repository_identity(url)
+
+
+def retrieval_steps(theorems: Iterable[Theorem], corpus: Corpus) -> list[RetrievalStep]:
+    """Every tactic step using at least one premise that is in ``corpus`` (others are skipped,
+    as they cannot be scored)."""
+    steps: list[RetrievalStep] = []
+    for theorem in theorems:
+        for index, tactic in enumerate(theorem.traced_tactics):
+            if tactic.is_sorry:
+                continue
+            positives = tuple(
+                dict.fromkeys(p.full_name for p in tactic.premises if p.full_name in corpus)
+            )
+            if not positives:
+                continue
+            steps.append(
+                RetrievalStep(
+                    context=tactic.state_before,
+                    file_path=theorem.file_path,
+                    position=theorem.start,
+                    positives=positives,
+                    theorem=theorem.full_name,
+                    index=index,
+                    url=theorem.url,
+                    commit=theorem.commit,
+                )
+            )
+    return steps
+
+
+def split_file(dataset_dir: str | Path, scheme: str, split: str) -> Path:
+    """``dataset_dir/scheme/split.json``, or a clear error saying what is missing."""
+    from leanloop.data.leandojo import SCHEMES, SPLITS
+
+    if scheme not in SCHEMES:
+        raise LeanloopError(f"unknown split scheme {scheme!r}", hint=f"use one of {SCHEMES}")
+    if split not in SPLITS:
+        raise LeanloopError(f"unknown split {split!r}", hint=f"use one of {SPLITS}")
+    root = Path(dataset_dir)
+    if not root.is_dir():
+        raise LeanloopError(
+            f"dataset directory {root} does not exist",
+            hint="export one with DynamicDatabase.export_merged_data or pass dataset_path",
+        )
+    path = root / scheme / f"{split}.json"
+    if not path.is_file():
+        raise LeanloopError(
+            f"dataset {root} has no {scheme}/{split}.json",
+            hint="point to a LeanDojo-format export (random/{train,val,test}.json)",
+        )
+    return path
+
+
+def load_split(dataset_dir: str | Path, scheme: str, split: str) -> list[Theorem]:
+    """The theorems of one split of a dataset directory."""
+    from leanloop.data.leandojo import LeanDojoDataset
+
+    return list(LeanDojoDataset(split_file(dataset_dir, scheme, split)).iter_theorems())
+
+
+def load_all_splits(dataset_dir: str | Path, scheme: str) -> dict[str, list[Theorem]]:
+    """Every split of ``scheme`` that the dataset has (missing ones are empty)."""
+    from leanloop.data.leandojo import SPLITS
+
+    root = Path(dataset_dir)
+    return {
+        split: load_split(root, scheme, split)
+        if (root / scheme / f"{split}.json").is_file()
+        else []
+        for split in SPLITS
+    }
