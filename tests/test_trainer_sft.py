@@ -17,7 +17,13 @@ from leanloop.trainer.base import CurriculumStep
 from leanloop.trainer.hf_common import CHECKPOINT_INFO, CURVES_PNG, LOG_HISTORY
 from leanloop.trainer.sft import SFTTrainer
 from tests.helpers import sample_theorems, with_sorry
-from tests.tiny_causal import shared_tiny_model, two_repository_db
+from tests.tiny_causal import (
+    record_starts,
+    same_weights,
+    shared_tiny_model,
+    two_repository_db,
+    weights,
+)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -25,35 +31,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture(scope="module")
 def tiny_dir(sample_dir):
     return shared_tiny_model(sample_dir)
-
-
-def weights(model, only: str | None = None) -> dict:
-    return {
-        name: tensor.detach().clone().cpu()
-        for name, tensor in model.state_dict().items()
-        if only is None or only in name
-    }
-
-
-def same_weights(a: dict, b: dict) -> bool:
-    import torch
-
-    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-
-
-def record_starts(trainer, monkeypatch, only: str | None = None) -> list[dict]:
-    """The weights the TRL trainer of each repository is handed (what training starts from)."""
-    starts: list[dict] = []
-    build = trainer.build_trl_trainer
-
-    def spy(*args, **kwargs):
-        starts.append(weights(trainer.model, only))
-        trl_trainer = build(*args, **kwargs)
-        assert trl_trainer.model is trainer.model
-        return trl_trainer
-
-    monkeypatch.setattr(trainer, "build_trl_trainer", spy)
-    return starts
 
 
 def real_rows(sample_dir, count: int) -> list[dict]:
@@ -277,7 +254,7 @@ def test_no_training_examples(tiny_dir, sample_dir, tmp_path):
     database.add_repository(repo, sorries)
     out = tmp_path / "out"
     trainer = SFTTrainer(str(tiny_dir), output_dir=out, progress_bars=False)
-    with pytest.raises(LeanloopError, match="no training examples in .*train.json"):
+    with pytest.raises(LeanloopError, match=r"no training examples in .*train\.json"):
         trainer.train([repo], database, tmp_path / "data")
     assert latest_checkpoint(out) is None
     assert not [p for p in out.iterdir() if not p.name.startswith(".")]
@@ -301,5 +278,5 @@ def test_bad_options_are_named(tmp_path):
         SFTTrainer("tinycoder", output_dir=tmp_path, max_lenght=12)
     with pytest.raises(LeanloopError, match="option 'batch_size'"):
         SFTTrainer("tinycoder", output_dir=tmp_path, batch_size=0)
-    with pytest.raises(LeanloopError, match="lora_config must be a peft.LoraConfig"):
+    with pytest.raises(LeanloopError, match=r"lora_config must be a peft\.LoraConfig"):
         SFTTrainer("tinycoder", output_dir=tmp_path, lora_config=42)

@@ -1,7 +1,7 @@
 """Test material for the tactic-generator tests: a tiny causal language model (a Llama or Qwen3
 config with a few hundred thousand parameters and a byte-level BPE tokenizer trained on the fly on
-the sample's states and tactics, ChatML template, ``<|im_end|>`` as end token) and a SQLite
-database holding the real sample plus a second repository made of moved copies."""
+the sample's states and tactics, ChatML template, ``<|im_end|>`` as end token), a SQLite database
+holding the real sample plus a second repository made of moved copies, and weight snapshots."""
 
 from __future__ import annotations
 
@@ -133,3 +133,32 @@ def two_repository_db(path: Path, sample_dir: Path, *, second_size: int = 60):
     ]
     database.add_repository(second, copies)
     return database, [first, second]
+
+
+def weights(model, only: str | None = None) -> dict:
+    return {
+        name: tensor.detach().clone().cpu()
+        for name, tensor in model.state_dict().items()
+        if only is None or only in name
+    }
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    import torch
+
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def record_starts(trainer, monkeypatch, only: str | None = None) -> list[dict]:
+    """The weights the TRL trainer of each repository is handed (what training starts from)."""
+    starts: list[dict] = []
+    build = trainer.build_trl_trainer
+
+    def spy(*args, **kwargs):
+        starts.append(weights(trainer.model, only))
+        trl_trainer = build(*args, **kwargs)
+        assert trl_trainer.model is trainer.model
+        return trl_trainer
+
+    monkeypatch.setattr(trainer, "build_trl_trainer", spy)
+    return starts
