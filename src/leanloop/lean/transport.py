@@ -309,7 +309,7 @@ class ProcessTransport(Transport):
                 code = None
                 if self._process is not None:
                     with contextlib.suppress(subprocess.TimeoutExpired):
-                        code = self._process.wait(timeout=5)
+                        code = self._process.wait(timeout=1)
                 what = "ended its output" if code is None else f"exited with status {code}"
                 raise ServerCrashed(f"the {self.name} {what}" + self._stderr_tail())
             return line
