@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 
 #: Metrics the retriever logs, usable as early-stopping and checkpoint monitors.
 MONITORS = ("Recall@1_val", "Recall@10_val", "MRR_val", "loss_train")
+_SOURCE = "training config"
 _PRECISIONS = ("32-true", "32", "16-mixed", "16-true", "bf16-mixed", "bf16-true", "64-true", "64")
 
 
@@ -100,7 +101,7 @@ class TrainingConfig(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise _config_error(exc, "training config") from None
+            raise _config_error(exc, _SOURCE) from None
 
     @field_validator("precision")
     @classmethod
@@ -128,8 +129,9 @@ class TrainingConfig(BaseModel):
             data = data["training"]  # LeanDojo-v2 writes {training: ..., prover: ...}
         try:
             return cls(**data)
-        except LeanloopError as exc:
-            raise LeanloopError(f"{source}: {exc.message}", hint=exc.hint) from None
+        except LeanloopError as exc:  # say which file, not just which field
+            message = exc.message.replace(_SOURCE, source, 1)
+            raise LeanloopError(message, hint=exc.hint) from None
 
     @classmethod
     def from_yaml(cls, file_path: str | Path) -> TrainingConfig:

@@ -1,0 +1,312 @@
+"""``ProgressTrainer``: fine-tunes a regression head to predict how many proof steps remain after
+a tactic, keeping the checkpoint with the lowest validation MSE; and ``build_progress_dataset``,
+which writes its JSONL rows from the traced proofs in the database."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import random
+import shutil
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from leanloop.atomic import write_text_atomic
+from leanloop.data.records import TheoremStatus
+from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.ml.progress import MEAN_KEY, STD_KEY, progress_text
+
+log = logging.getLogger(__name__)
+
+#: Written next to the trained model: MSE and MAE on the validation rows, in steps.
+METRICS_FILE = "progress_metrics.json"
+
+
+def build_progress_dataset(database, output_path: str | Path, repositories=None) -> int:
+    """Write one JSONL row ``{goal, prefix, tactic, steps_remaining, theorem}`` per step of every
+    proven theorem with a traced proof (of ``repositories``, or of all); a proof of n steps gives
+    n - 1, ..., 1, 0. ``prefix`` is the tactics before the step, one a line. Returns the count."""
+    output_path = Path(output_path)
+    lines: list[str] = []
+    sources: Iterable = [None] if repositories is None else repositories
+    for repository in sources:
+        for theorem in database.iter_theorems(repository, status=TheoremStatus.PROVEN):
+            tactics = [t.tactic for t in theorem.traced_tactics]
+            if not tactics or any(t.is_sorry for t in theorem.traced_tactics):
+                continue
+            for index, step in enumerate(theorem.traced_tactics):
+                row = {
+                    "goal": step.state_before,
+                    "prefix": "\n".join(tactics[:index]),
+                    "tactic": step.tactic,
+                    "steps_remaining": len(tactics) - 1 - index,
+                    "theorem": str(theorem.key),
+                }
+                lines.append(json.dumps(row, ensure_ascii=False))
+    write_text_atomic(output_path, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def read_progress_rows(path: str | Path) -> list[dict[str, Any]]:
+    """The rows of a progress JSONL file, checked: ``goal`` and ``tactic`` strings, ``prefix``
+    a string or absent, ``steps_remaining`` a number ≥ 0."""
+    path = Path(path)
+    if not path.is_file():
+        raise LeanloopError(
+            f"progress data file {path} does not exist",
+            hint="write one with build_progress_dataset(database, path)",
+        )
+    rows: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataFormatError(path, f"not JSON: {exc.msg}", line=number) from None
+            if not isinstance(row, dict):
+                raise DataFormatError(path, "expected a JSON object", line=number)
+            for field in ("goal", "tactic"):
+                if not isinstance(row.get(field), str):
+                    raise DataFormatError(path, "missing or not a string", line=number, field=field)
+            if not isinstance(row.get("prefix", ""), str | None):
+                raise DataFormatError(path, "not a string", line=number, field="prefix")
+            steps = row.get("steps_remaining")
+            if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
+                raise DataFormatError(
+                    path, "expected a number >= 0", line=number, field="steps_remaining"
+                )
+            rows.append(row)
+    if not rows:
+        raise LeanloopError(
+            f"progress data file {path} is empty",
+            hint="build it from a database holding traced proofs",
+        )
+    return rows
+
+
+def split_rows(
+    rows: Sequence[dict[str, Any]], eval_ratio: float, seed: int
+) -> tuple[list[dict], list[dict]]:
+    """Train and validation rows. Rows carrying a ``theorem`` are split by theorem, so that no
+    proof is on both sides; other rows are split one by one. Seeded."""
+    groups: dict[str, list[dict]] = {}
+    for number, row in enumerate(rows):
+        groups.setdefault(str(row.get("theorem", f"#row{number}")), []).append(row)
+    keys = sorted(groups)
+    random.Random(seed).shuffle(keys)
+    count = len(keys)
+    n_eval = min(count - 1, max(1, round(count * eval_ratio)))
+    if n_eval < 1:
+        raise LeanloopError(
+            f"cannot split {count} proof(s) into training and validation data",
+            hint="add more rows (at least two theorems) to the progress data",
+        )
+    evaluation = [row for key in keys[:n_eval] for row in groups[key]]
+    training = [row for key in keys[n_eval:] for row in groups[key]]
+    return training, evaluation
+
+
+class ProgressTrainer:
+    """Fine-tune ``model_name`` with a one-output regression head on the JSONL rows of
+    ``data_path`` ``{goal, prefix?, tactic, steps_remaining}``.
+
+    Targets are standardised (mean and standard deviation of the training rows, stored in the
+    model config). After each epoch the validation MSE is measured in steps; the epoch with the
+    lowest is the model saved in ``output_dir``, with ``progress_metrics.json`` (its MSE and MAE
+    in steps) and ``training_curves.png``. ``callbacks`` are extra ``transformers`` callbacks.
+    """
+
+    def __init__(
+        self,
+        data_path: str | Path,
+        model_name: str = "bert-base-uncased",
+        output_dir: str | Path = "outputs",
+        max_length: int = 512,
+        batch_size: int = 8,
+        epochs: float = 3.0,
+        learning_rate: float = 1e-5,
+        eval_ratio: float = 0.2,
+        seed: int = 42,
+        *,
+        callbacks: Sequence = (),
+    ) -> None:
+        if not 0 < eval_ratio < 1:
+            raise LeanloopError(
+                f"eval_ratio must be between 0 and 1 (exclusive), got {eval_ratio}",
+                hint="e.g. eval_ratio=0.2 keeps a fifth of the proofs for validation",
+            )
+        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
+            if not isinstance(value, int) or value < 1:
+                raise LeanloopError(f"{name} must be a positive integer, got {value!r}")
+        if not epochs > 0:
+            raise LeanloopError(f"epochs must be positive, got {epochs}")
+        if not learning_rate > 0:
+            raise LeanloopError(f"learning_rate must be positive, got {learning_rate}")
+        self.data_path = Path(data_path)
+        if not self.data_path.is_file():
+            raise LeanloopError(
+                f"progress data file {self.data_path} does not exist",
+                hint="write one with build_progress_dataset(database, path) or "
+                "ProgressTrainer.from_database",
+            )
+        self.model_name = str(model_name)
+        self.output_dir = Path(output_dir)
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.epochs = float(epochs)
+        self.learning_rate = learning_rate
+        self.eval_ratio = eval_ratio
+        self.seed = seed
+        self.callbacks = list(callbacks)
+        self.metrics: dict[str, Any] = {}
+
+    @classmethod
+    def from_database(
+        cls, database, data_path: str | Path, repositories=None, **kwargs: Any
+    ) -> ProgressTrainer:
+        """Write the progress rows of ``database`` to ``data_path`` and train on them."""
+        count = build_progress_dataset(database, data_path, repositories)
+        if count == 0:
+            raise LeanloopError(
+                f"{database!r} holds no traced proof to learn progress from",
+                hint="import a traced dataset first",
+            )
+        return cls(data_path, **kwargs)
+
+    def _datasets(self, tokenizer, training: list[dict], evaluation: list[dict], max_length: int):
+        from datasets import Dataset
+
+        steps = [float(r["steps_remaining"]) for r in training]
+        mean = sum(steps) / len(steps)
+        std = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps)) or 1.0
+
+        def build(rows: list[dict]):
+            data = Dataset.from_dict(
+                {
+                    "text": [progress_text(r["goal"], r.get("prefix"), r["tactic"]) for r in rows],
+                    "labels": [(float(r["steps_remaining"]) - mean) / std for r in rows],
+                }
+            )
+            return data.map(
+                lambda batch: tokenizer(batch["text"], truncation=True, max_length=max_length),
+                batched=True,
+                remove_columns=["text"],
+            )
+
+        return build(training), build(evaluation), mean, std
+
+    def train(self) -> dict[str, Any]:
+        """Train, keep the best epoch, save it; returns its metrics (MSE and MAE in steps)."""
+        import numpy as np
+        from transformers import (
+            AutoModelForSequenceClassification,
+            AutoTokenizer,
+            DataCollatorWithPadding,
+            Trainer,
+            TrainingArguments,
+        )
+
+        from leanloop.ml.device import detect_hardware
+        from leanloop.retrieval.encoder import load_pretrained
+        from leanloop.trainer.plots import plot_curves
+
+        rows = read_progress_rows(self.data_path)
+        training, evaluation = split_rows(rows, self.eval_ratio, self.seed)
+        tokenizer = load_pretrained(AutoTokenizer, self.model_name, what="tokenizer")
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        model = load_pretrained(
+            AutoModelForSequenceClassification,
+            self.model_name,
+            what="model",
+            num_labels=1,
+            problem_type="regression",
+        )
+        if model.config.pad_token_id is None:
+            model.config.pad_token_id = tokenizer.pad_token_id
+        positions = getattr(model.config, "max_position_embeddings", None) or self.max_length
+        max_length = min(self.max_length, int(positions))
+        train_set, eval_set, mean, std = self._datasets(tokenizer, training, evaluation, max_length)
+
+        def compute_metrics(prediction) -> dict[str, float]:
+            predicted = np.asarray(prediction.predictions).reshape(-1) * std + mean
+            actual = np.asarray(prediction.label_ids).reshape(-1) * std + mean
+            error = predicted - actual
+            return {"mse": float(np.mean(error**2)), "mae": float(np.mean(np.abs(error)))}
+
+        hardware = detect_hardware()
+        work = self.output_dir / "checkpoints"
+        steps_per_epoch = max(1, math.ceil(len(training) / self.batch_size))
+        args = TrainingArguments(
+            output_dir=str(work),
+            learning_rate=self.learning_rate,
+            per_device_train_batch_size=self.batch_size,
+            per_device_eval_batch_size=self.batch_size,
+            num_train_epochs=self.epochs,
+            weight_decay=0.01,
+            eval_strategy="epoch",
+            save_strategy="epoch",
+            save_only_model=True,
+            save_total_limit=1,
+            load_best_model_at_end=True,
+            metric_for_best_model="mse",
+            greater_is_better=False,  # lower validation MSE is better
+            logging_strategy="steps",
+            logging_steps=max(1, steps_per_epoch // 4),
+            report_to="none",
+            seed=self.seed,
+            use_cpu=hardware.device == "cpu",
+            bf16=hardware.bf16,
+        )
+        trainer = Trainer(
+            model=model,
+            args=args,
+            train_dataset=train_set,
+            eval_dataset=eval_set,
+            processing_class=tokenizer,
+            data_collator=DataCollatorWithPadding(tokenizer),
+            compute_metrics=compute_metrics,
+            callbacks=self.callbacks,
+        )
+        trainer.train()
+        history = [
+            {"epoch": e["epoch"], "mse": e["eval_mse"], "mae": e["eval_mae"]}
+            for e in trainer.state.log_history
+            if "eval_mse" in e
+        ]
+        final = trainer.evaluate()  # the kept (best) model
+        setattr(trainer.model.config, MEAN_KEY, mean)
+        setattr(trainer.model.config, STD_KEY, std)
+        trainer.save_model(str(self.output_dir))
+        tokenizer.save_pretrained(self.output_dir)
+        self.metrics = {
+            "mse": final["eval_mse"],
+            "mae": final["eval_mae"],
+            "train_rows": len(training),
+            "eval_rows": len(evaluation),
+            "best_epoch": next(
+                (h["epoch"] for h in history if h["mse"] == trainer.state.best_metric), None
+            ),
+            "history": history,
+            "model_name": self.model_name,
+            "steps_mean": mean,
+            "steps_std": std,
+        }
+        (self.output_dir / METRICS_FILE).write_text(json.dumps(self.metrics, indent=2) + "\n")
+        plot_curves(
+            trainer.state.log_history,
+            self.output_dir / "training_curves.png",
+            title="steps remaining",
+        )
+        shutil.rmtree(work, ignore_errors=True)
+        log.info(
+            "progress model saved to %s: MSE %.3f, MAE %.3f steps",
+            self.output_dir,
+            self.metrics["mse"],
+            self.metrics["mae"],
+        )
+        return self.metrics

@@ -1,0 +1,270 @@
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import lightning.pytorch as pl
+import pytest
+import torch
+
+from leanloop.data.records import Repository
+from leanloop.database import DynamicDatabase
+from leanloop.errors import LeanloopError
+from leanloop.ml.models import latest_checkpoint, resolve_model
+from leanloop.retrieval.model import CHECKPOINT_FILE, PremiseRetriever
+from leanloop.trainer.retrieval import RetrievalTrainer, TrainingConfig
+from tests.helpers import moved, sample_theorems
+from tests.tiny_encoder import build_tiny_encoder, sample_texts
+
+REPO_A = Repository(url="https://github.com/example/lean-a", commit="a" * 40)
+REPO_B = Repository(url="https://github.com/example/lean-b", commit="b" * 40)
+
+
+class StartWeights(pl.Callback):
+    """Records the weights and the EWC penalty each repository's training starts with."""
+
+    def __init__(self) -> None:
+        self.starts: list[dict] = []
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.starts.append(
+            {
+                "weights": {k: v.detach().clone() for k, v in pl_module.state_dict().items()},
+                "ewc_active": pl_module.ewc.active,
+                "penalty": pl_module.ewc_penalty().item(),
+            }
+        )
+
+
+def two_repository_database(path: Path, sample_dir: Path) -> DynamicDatabase:
+    """The real sample split in two repositories (first 100 theorems, the other 77)."""
+    theorems = sample_theorems(sample_dir)
+    db = DynamicDatabase(path)
+    db.add_repository(
+        REPO_A, [moved(t, url=REPO_A.url, commit=REPO_A.commit) for t in theorems[:100]]
+    )
+    db.add_repository(
+        REPO_B, [moved(t, url=REPO_B.url, commit=REPO_B.commit) for t in theorems[100:]]
+    )
+    return db
+
+
+def tiny_config(encoder: Path, output_dir: Path, **changes) -> TrainingConfig:
+    settings = {
+        "model_name": str(encoder),
+        "output_dir": output_dir,
+        "max_epochs": 2,
+        "lr": 2e-3,
+        "warmup_steps": 2,
+        "max_seq_len": 96,
+        "batch_size": 8,
+        "lambda_value": 50.0,
+        "fisher_max_samples": 48,
+        "enable_progress_bar": False,
+        "seed": 11,
+    }
+    settings.update(changes)
+    return TrainingConfig(**settings)
+
+
+@pytest.fixture(scope="module")
+def encoder(tmp_path_factory, sample_dir) -> Path:
+    texts = sample_texts(sample_theorems(sample_dir))
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts)
+
+
+@pytest.fixture(scope="module")
+def ewc_run(tmp_path_factory, sample_dir, encoder):
+    """Two repositories trained in order with EWC (λ = 50)."""
+    root = tmp_path_factory.mktemp("ewc")
+    db = two_repository_database(root / "db.sqlite", sample_dir)
+    starts = StartWeights()
+    trainer = RetrievalTrainer(tiny_config(encoder, root / "out"), callbacks=[starts])
+    checkpoints = trainer.train([REPO_A, REPO_B], db, root / "data")
+    return trainer, checkpoints, starts, root
+
+
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+# -- configuration ---------------------------------------------------------------------------------
+
+
+def test_config_defaults_and_files(tmp_path):
+    config = TrainingConfig()
+    assert config.model_name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert config.precision is None and config.lambda_value > 0
+    assert config.get_lambda_value() == config.lambda_value
+    assert TrainingConfig(run_progressive_training=False).get_lambda_value() == 0.0
+    changed = TrainingConfig(lr=3e-4, max_epochs=4, precision="32-true", output_dir=tmp_path)
+    assert TrainingConfig.from_yaml(changed.to_yaml(tmp_path / "c.yaml")) == changed
+    assert TrainingConfig.from_json(changed.to_json(tmp_path / "c.json")) == changed
+    # a LeanDojo-v2 style file with the training section nested
+    (tmp_path / "ld.yaml").write_text(
+        "training:\n  lr: 0.001\n  num_gpus: 1\n  single_repo: true\n"
+    )
+    assert TrainingConfig.from_yaml(tmp_path / "ld.yaml").lr == 0.001
+
+
+def test_config_errors_name_the_field(tmp_path):
+    with pytest.raises(LeanloopError, match=r"unknown field 'lrr'.*did you mean 'lr'"):
+        TrainingConfig(lrr=0.1)
+    with pytest.raises(LeanloopError, match="field 'batch_size'"):
+        TrainingConfig(batch_size=0)
+    with pytest.raises(LeanloopError, match="field 'precision': must be one of"):
+        TrainingConfig(precision="fp8")
+    with pytest.raises(LeanloopError, match="field 'checkpoint_monitor'"):
+        TrainingConfig(checkpoint_monitor="accuracy")
+    (tmp_path / "bad.yaml").write_text("lr: fast\n")
+    with pytest.raises(LeanloopError, match=r"bad\.yaml: field 'lr'"):
+        TrainingConfig.from_yaml(tmp_path / "bad.yaml")
+    with pytest.raises(LeanloopError, match="does not exist"):
+        TrainingConfig.from_json(tmp_path / "missing.json")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    with pytest.raises(LeanloopError, match="expected a mapping"):
+        TrainingConfig.from_json(tmp_path / "list.json")
+
+
+# -- training on two repositories --------------------------------------------------------------
+
+
+def test_each_repository_leaves_a_reloadable_checkpoint(ewc_run):
+    trainer, checkpoints, _, root = ewc_run
+    assert [c.name for c in checkpoints] == [
+        "repo00-example-lean-a-aaaaaaaa",
+        "repo01-example-lean-b-bbbbbbbb",
+    ]
+    assert latest_checkpoint(root / "out") == checkpoints[1]
+    for checkpoint in checkpoints:
+        for name in (CHECKPOINT_FILE, "config.json", "metrics.csv", "metrics.json"):
+            assert (checkpoint / name).is_file(), name
+        assert (checkpoint / "training_curves.png").stat().st_size > 1000
+        model = PremiseRetriever.load(checkpoint)
+        embedding = model.encode_states(["⊢ a * b = b * a"])
+        assert embedding.shape == (1, 32)
+    report = json.loads((checkpoints[1] / "metrics.json").read_text())
+    assert report["started_from"] == str(checkpoints[0])
+    assert report["train_steps"] > trainer.reports[0]["train_steps"]  # merged data grows
+    # the output directory itself resolves to the newest encoder
+    assert Path(resolve_model(root / "out")) == checkpoints[1]
+
+
+def test_second_repository_starts_from_the_first_ones_weights(ewc_run, encoder):
+    _, checkpoints, starts, _ = ewc_run
+    assert len(starts.starts) == 2
+    first = PremiseRetriever.load(checkpoints[0]).state_dict()
+    second_start = starts.starts[1]["weights"]
+    base = PremiseRetriever.load(encoder).state_dict()
+    for name, value in first.items():
+        assert torch.equal(second_start[name], value), name
+    assert any(not torch.equal(base[n], first[n]) for n in first)  # training moved the weights
+    for name, value in base.items():
+        assert torch.equal(starts.starts[0]["weights"][name], value)
+
+
+def test_ewc_penalty_zero_before_any_fisher_then_positive(ewc_run):
+    _, checkpoints, starts, _ = ewc_run
+    # repository 1: no Fisher yet, the penalty is exactly zero and not applied
+    assert starts.starts[0]["ewc_active"] is False
+    assert starts.starts[0]["penalty"] == 0.0
+    first_log = csv_rows(checkpoints[0] / "metrics.csv")
+    assert not any(row.get("ewc_penalty") for row in first_log)
+    # repository 2: the Fisher of repository 1 is there, and the weights start at its anchor
+    assert starts.starts[1]["ewc_active"] is True
+    assert starts.starts[1]["penalty"] == 0.0
+    logged = [row for row in csv_rows(checkpoints[1] / "metrics.csv") if row.get("ewc_penalty")]
+    assert logged and float(logged[-1]["ewc_penalty"]) > 0
+    for row in logged:  # the loss optimised is the task loss plus λ times the penalty
+        expected = float(row["loss_train"]) + 50.0 * float(row["ewc_penalty"])
+        assert float(row["loss_total"]) == pytest.approx(expected, rel=1e-4)
+    # the penalty of the final weights against repository 1's Fisher and anchor
+    after_first = PremiseRetriever.load(checkpoints[0])
+    final = PremiseRetriever.load(checkpoints[1])
+    assert after_first.ewc.penalty(final.named_parameters()).item() > 0
+
+
+def test_fisher_is_stored_per_parameter_and_accumulates(ewc_run):
+    trainer, checkpoints, _, _ = ewc_run
+    first = PremiseRetriever.load(checkpoints[0])
+    second = PremiseRetriever.load(checkpoints[1])
+    params = dict(first.named_parameters())
+    assert set(first.ewc.fisher) == set(params)
+    for name, param in params.items():
+        assert first.ewc.fisher[name].shape == param.shape
+        assert torch.equal(first.ewc.anchor[name], param.detach())
+    assert sum(float(f.sum()) for f in first.ewc.fisher.values()) > 0
+    assert first.ewc.repositories == 1 and second.ewc.repositories == 2
+    assert trainer.reports[0]["fisher_samples"] == 48
+    for name in params:  # repository 2's Fisher was added to repository 1's
+        assert (second.ewc.fisher[name] >= first.ewc.fisher[name] - 1e-12).all()
+        assert torch.equal(second.ewc.anchor[name], dict(second.named_parameters())[name].detach())
+
+
+def test_lambda_zero_disables_ewc(tmp_path, sample_dir, encoder):
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    config = tiny_config(encoder, tmp_path / "out", lambda_value=0.0, max_epochs=1)
+    trainer = RetrievalTrainer(config)
+    checkpoints = trainer.train([REPO_A, REPO_B], db, tmp_path / "data")
+    for checkpoint in checkpoints:
+        model = PremiseRetriever.load(checkpoint)
+        assert not model.ewc.active and model.ewc_penalty().item() == 0.0
+        assert not any(row.get("ewc_penalty") for row in csv_rows(checkpoint / "metrics.csv"))
+    assert [r["fisher_samples"] for r in trainer.reports] == [0, 0]
+
+
+def test_evaluate_reports_recall_and_mrr(ewc_run):
+    trainer, checkpoints, _, root = ewc_run
+    result = trainer.evaluate()
+    assert set(result) == {"R@1", "R@10", "MRR", "steps"}
+    assert result["steps"] > 0
+    assert 0.0 <= result["R@1"] <= result["R@10"] <= 1.0 and 0.0 <= result["MRR"] <= 1.0
+    saved = json.loads((checkpoints[1] / "evaluation-random-test.json").read_text())
+    assert saved["R@10"] == result["R@10"]
+    # a fresh trainer on the same output directory evaluates the same checkpoint
+    again = RetrievalTrainer(trainer.config).evaluate(root / "data")
+    assert again == result
+
+
+def test_training_continues_from_a_given_checkpoint(tmp_path, sample_dir, encoder, ewc_run):
+    _, checkpoints, _, _ = ewc_run
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    starts = StartWeights()
+    config = tiny_config(encoder, tmp_path / "out", max_steps=2, lambda_value=0.0)
+    RetrievalTrainer(config, callbacks=[starts]).train(
+        [REPO_B], db, tmp_path / "data", model_checkpoint_path=checkpoints[0]
+    )
+    first = PremiseRetriever.load(checkpoints[0]).state_dict()
+    assert all(torch.equal(starts.starts[0]["weights"][k], v) for k, v in first.items())
+
+
+def test_user_errors(tmp_path, sample_dir, encoder):
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    trainer = RetrievalTrainer(tiny_config(encoder, tmp_path / "out"))
+    with pytest.raises(LeanloopError, match="dataset_path was not given"):
+        trainer.evaluate()
+    with pytest.raises(LeanloopError, match="does not exist"):
+        trainer.evaluate(tmp_path / "nowhere")
+    with pytest.raises(LeanloopError, match="model_checkpoint_path"):
+        trainer.train([REPO_A], db, tmp_path / "data", model_checkpoint_path=tmp_path / "nope")
+    with pytest.raises(LeanloopError, match="no repositories"):
+        trainer.train([], db, tmp_path / "data")
+    db.export_merged_data([REPO_A], tmp_path / "data")
+    with pytest.raises(LeanloopError, match="no trained retriever"):
+        trainer.evaluate(tmp_path / "data")
+    with pytest.raises(LeanloopError, match=r"no random/dev\.json|unknown split"):
+        trainer.evaluate(tmp_path / "data", split="dev")
+    offline = RetrievalTrainer(TrainingConfig(model_name="bert-base-uncased", output_dir=tmp_path))
+    with pytest.raises(LeanloopError, match="all-minilm-l6-v2"):
+        offline.train([REPO_A], db, tmp_path / "data")
+
+
+def test_no_training_examples_is_a_clear_error(tmp_path, sample_dir, encoder):
+    theorems = [t for t in sample_theorems(sample_dir) if not t.traced_tactics][:20]
+    db = DynamicDatabase(tmp_path / "db.sqlite")
+    db.add_repository(REPO_A, [moved(t, url=REPO_A.url, commit=REPO_A.commit) for t in theorems])
+    trainer = RetrievalTrainer(tiny_config(encoder, tmp_path / "out"))
+    with pytest.raises(LeanloopError, match="no training examples"):
+        trainer.train([REPO_A], db, tmp_path / "data")
