@@ -5,6 +5,12 @@ from __future__ import annotations
 from leanloop.errors import LeanloopError
 
 
+def excerpt(value: object, limit: int = 200) -> str:
+    """A value shown in an error message, cut to ``limit`` characters."""
+    text = str(value).strip()
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 class LeanError(LeanloopError):
     """Base of every error raised by the Lean boundary."""
 

@@ -25,6 +25,7 @@ from leanloop.lean.errors import (
     ServerCrashed,
     ServerNotFound,
     ServerStartError,
+    excerpt,
 )
 
 _EOF = object()
@@ -67,8 +68,7 @@ class ReplFraming(Framing):
         try:
             return True, json.loads(text)
         except json.JSONDecodeError:
-            shown = text.strip()
-            shown = shown if len(shown) < 200 else shown[:200] + "..."
+            shown = excerpt(text)
             raise ProtocolError(
                 f"the Lean REPL printed something that is not JSON: {shown!r}"
             ) from None
@@ -93,7 +93,7 @@ class PantographFraming(Framing):
         try:
             return True, json.loads(text)
         except json.JSONDecodeError:
-            shown = text if len(text) < 200 else text[:200] + "..."
+            shown = excerpt(text)
             raise ProtocolError(
                 f"Pantograph printed something that is not JSON: {shown!r}"
             ) from None

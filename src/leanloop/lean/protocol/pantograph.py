@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from leanloop.lean.errors import ProtocolError
+from leanloop.lean.errors import ProtocolError, excerpt
 
 READY = "ready."
 
@@ -222,8 +222,7 @@ def parse_result(payload: _Payload, raw: Any) -> _Result:
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        shown = str(raw)
-        shown = shown if len(shown) < 200 else shown[:200] + "..."
+        shown = excerpt(raw)
         raise ProtocolError(
             f"Pantograph sent an answer to {payload.command} this client does not understand: "
             f"{shown} ({exc.errors()[0]['msg']})"

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from leanloop.lean.errors import ProtocolError
+from leanloop.lean.errors import ProtocolError, excerpt
 
 
 class _Request(BaseModel):
@@ -165,8 +165,7 @@ def parse_answer(
     try:
         return adapter.validate_python(raw)
     except ValidationError as exc:
-        shown = str(raw)
-        shown = shown if len(shown) < 200 else shown[:200] + "..."
+        shown = excerpt(raw)
         raise ProtocolError(
             f"the Lean REPL sent an answer this client does not understand: {shown} "
             f"({exc.error_count()} problems, first: {exc.errors()[0]['msg']})"
