@@ -114,6 +114,10 @@ def test_beam_and_sampling_return_distinct_ranked_tactics(trained, few_theorems)
         assert scores == sorted(scores, reverse=True)
         keys = [" ".join(t.tactic.split()) for t in tactics]
         assert len(set(keys)) == len(keys)
+        # copying the prompt's cache to every beam/sample changes nothing
+        plain = generator.generate(state, k=5, share_prompt_cache=False, **options)
+        assert [t.tactic for t in plain] == [t.tactic for t in tactics]
+        assert [t.score for t in plain] == pytest.approx(scores, abs=1e-4)
     first = generator.generate(state, k=4, method="sample", seed=7)
     again = generator.generate(state, k=4, method="sample", seed=7)
     assert first == again

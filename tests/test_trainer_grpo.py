@@ -57,15 +57,17 @@ def one_repo(tmp_path, sample_dir):
     return database, repos[:1]
 
 
-def test_constant_reward_gives_zero_advantages_and_a_warning(tiny_dir, one_repo, tmp_path):
+def test_constant_reward_gives_zero_advantages_and_a_warning(sample_dir, one_repo, tmp_path):
     import torch
 
     database, repos = one_repo
+    qwen3 = shared_tiny_model(sample_dir, "qwen3")
 
     def reward_func(completions, **kwargs):  # LeanDojo-v2's example reward
         return torch.tensor([1.0] * len(completions))
 
-    trainer = GRPOTrainer(str(tiny_dir), reward_func, output_dir=tmp_path / "out", **FAST)
+    trainer = GRPOTrainer(str(qwen3), reward_func, output_dir=tmp_path / "out", **FAST)
+    assert trainer.model.config.model_type == "qwen3"
     with pytest.warns(ZeroAdvantageWarning, match="every advantage was zero"):
         trainer.train(repos, database, tmp_path / "data")
     assert len(trainer.advantages) == 2  # one generation batch per step

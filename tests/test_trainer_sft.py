@@ -196,6 +196,65 @@ def test_two_repositories_lora_adapter(tiny_dir, sample_dir, tmp_path, monkeypat
     assert not torch.allclose(adapted, plain)
 
 
+def test_a_failure_keeps_what_was_trained(tiny_dir, sample_dir, tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM
+
+    database, repos = two_repository_db(tmp_path / "lean.db", sample_dir, second_size=10)
+    out = tmp_path / "out"
+    trainer = SFTTrainer(
+        str(tiny_dir),
+        output_dir=out,
+        batch_size=2,
+        lr=1e-3,
+        max_steps=1,
+        evaluate=False,
+        progress_bars=False,
+    )
+    build = trainer.build_trl_trainer
+    calls = []
+
+    def fail_on_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("disk on fire")
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(trainer, "build_trl_trainer", fail_on_second)
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        trainer.train(repos, database, tmp_path / "data")
+    first = latest_checkpoint(out)
+    assert first is not None and first.name.startswith("repo00-")
+    assert [p.name for p in out.iterdir() if not p.name.startswith(".")] == sorted(
+        ["LATEST", first.name]
+    )
+    reloaded = weights(AutoModelForCausalLM.from_pretrained(first))
+    assert same_weights(reloaded, weights(trainer.model))
+
+
+def test_packaged_base_model_keeps_its_name(sample_dir, tmp_path):
+    from peft import LoraConfig
+
+    from leanloop.ml.generation import TacticGenerator
+
+    database, repos = two_repository_db(tmp_path / "lean.db", sample_dir, second_size=10)
+    lora = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"])
+    trainer = SFTTrainer(
+        "tinycoder",
+        output_dir=tmp_path / "out",
+        batch_size=2,
+        max_steps=1,
+        lora_config=lora,
+        evaluate=False,
+        progress_bars=False,
+    )
+    (checkpoint,) = trainer.train(repos[1:], database, tmp_path / "data")
+    config = json.loads((checkpoint / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "tinycoder"  # not a path in the cache
+    generator = TacticGenerator(checkpoint, max_new_tokens=4)
+    assert generator.source == str(checkpoint)
+    assert isinstance(generator.generate("⊢ True", k=2), list)
+
+
 def test_trl_arguments_follow_the_hardware(tiny_dir, tmp_path):
     from trl import SFTConfig
 

@@ -110,11 +110,12 @@ def parameter_count(directory: Path) -> int:
 
 
 @functools.cache
-def shared_tiny_model(sample_dir: Path) -> Path:
-    """One tiny model per test process (built in about a second, removed at exit)."""
+def shared_tiny_model(sample_dir: Path, arch: str = "llama") -> Path:
+    """One tiny model per architecture and test process (built in about a second, removed at
+    exit)."""
     directory = Path(tempfile.mkdtemp(prefix="leanloop-tiny-"))
     atexit.register(shutil.rmtree, directory, True)
-    return build_tiny_causal(directory / "model", sample_theorems(sample_dir))
+    return build_tiny_causal(directory / "model", sample_theorems(sample_dir), arch=arch)
 
 
 def two_repository_db(path: Path, sample_dir: Path, *, second_size: int = 60):

@@ -132,7 +132,9 @@ def load_causal_lm(
     if base_name is None:
         model = _from_pretrained(AutoModelForCausalLM, source, name, dtype=dtype)
         tokenizer = load_tokenizer(source, name)
-        base = str(Path(source).absolute()) if Path(source).exists() else name
+        # a local checkpoint is named by its absolute path; hub and packaged names stay names,
+        # so that an adapter trained on them reloads on another machine
+        base = str(Path(source).absolute()) if Path(name).expanduser().exists() else name
         return CausalLM(model, tokenizer, source, base, adapter=False)
 
     from peft import PeftModel

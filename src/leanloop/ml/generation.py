@@ -19,7 +19,9 @@ class DecodingOptions(BaseModel):
 
     ``beam`` keeps the ``num_beams`` (at least k) most likely replies; ``sample`` draws
     ``num_samples`` (at least k) replies at ``temperature``/``top_p``; ``greedy`` returns one.
-    Prompts longer than ``max_prompt_tokens`` lose their beginning.
+    Prompts longer than ``max_prompt_tokens`` lose their beginning. With ``share_prompt_cache``
+    each prompt is run through the model once and its cache copied to every beam or sample
+    (the library would run it once per copy); the results are the same.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -33,6 +35,7 @@ class DecodingOptions(BaseModel):
     max_prompt_tokens: int | None = Field(2048, ge=1)
     batch_size: int = Field(8, ge=1)
     seed: int | None = None
+    share_prompt_cache: bool = True
 
 
 class GeneratedTactic(NamedTuple):
@@ -201,9 +204,17 @@ class TacticGenerator:
         config = self._generation_config(k, options)
         if options.seed is not None:
             torch.manual_seed(options.seed)
+        beams = config.num_beams or 1
+        copies = beams if beams > 1 else (config.num_return_sequences or 1)
         with torch.inference_mode():
+            extra = {}
+            if options.share_prompt_cache and copies > 1 and input_ids.shape[1] > 1:
+                extra["past_key_values"] = self._prompt_cache(input_ids, attention_mask, copies)
             out = self.model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=config
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                generation_config=config,
+                **extra,
             )
         generated = out.sequences[:, input_ids.shape[1] :]
         if options.method == "beam":
@@ -219,6 +230,23 @@ class TacticGenerator:
                 candidates.append((text, scores[j]))
             results.append(rank_tactics(candidates, self.prompt_format, k))
         return results
+
+    def _prompt_cache(self, input_ids, attention_mask, copies: int):
+        """The key/value cache of every prompt but its last token, repeated ``copies`` times
+        per prompt, in the order ``generate`` expands its inputs."""
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        self.model(
+            input_ids=input_ids[:, :-1],
+            attention_mask=attention_mask[:, :-1],
+            position_ids=positions[:, :-1],
+            past_key_values=cache,
+            use_cache=True,
+        )
+        cache.batch_repeat_interleave(copies)
+        return cache
 
     def _sequence_logprobs(self, out, generated) -> list[float]:
         """Sum of the model's log-probabilities of each reply's tokens, up to its end token."""

@@ -108,7 +108,14 @@ def check_reward_funcs(
         raise LeanloopError(
             f"reward_weights has {len(weights)} weights for {len(funcs)} reward functions"
         )
-    return [checked_reward_func(func) for func in funcs]
+    return [func if _is_module(func) else checked_reward_func(func) for func in funcs]
+
+
+def _is_module(func: Any) -> bool:
+    """Whether ``func`` is a reward model (TRL scores text with it itself)."""
+    import torch
+
+    return isinstance(func, torch.nn.Module)
 
 
 def _callable_name(func: Any) -> str:
@@ -223,9 +230,9 @@ class GRPOTrainer(HFCurriculumTrainer):
             "full_name": example["full_name"],
         }
 
-    def trl_arguments(self, work_dir: str | Path, *, evaluate: bool = False) -> dict[str, Any]:
+    def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
         o = self.options
-        args = super().trl_arguments(work_dir, evaluate=evaluate)
+        args = super().trl_arguments(work_dir)
         args.update(
             {
                 "num_generations": self.num_generations,

@@ -250,7 +250,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
 
     # -- TRL arguments ------------------------------------------------------------------------
 
-    def trl_arguments(self, work_dir: str | Path, *, evaluate: bool = False) -> dict[str, Any]:
+    def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
         """Keyword arguments for TRL's config: the options, fitted to ``self.hardware``.
 
         TRL turns bf16 and gradient checkpointing on by default; here they follow the hardware
@@ -355,7 +355,6 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 Path(work_dir),
             )
             started = time.perf_counter()
-            self.before_training(trl_trainer, step)
             trl_trainer.train()
             seconds = time.perf_counter() - started
             metrics: dict[str, float] = {}
@@ -381,9 +380,6 @@ class HFCurriculumTrainer(CurriculumTrainer):
             gc.collect()
         self.save_checkpoint(step.checkpoint_dir, history=history, step=step, report=report)
         self.reports.append(report)
-
-    def before_training(self, trl_trainer, step: CurriculumStep) -> None:
-        """Hook run just before ``trl_trainer.train()``."""
 
     def after_training(self, trl_trainer, step: CurriculumStep, report: StepReport) -> None:
         """Hook run after training and evaluation, before the checkpoint is saved."""

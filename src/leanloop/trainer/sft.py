@@ -35,8 +35,8 @@ class SFTTrainer(HFCurriculumTrainer):
     def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
         return {"prompt": example["prompt"], "completion": example["completion"]}
 
-    def trl_arguments(self, work_dir: str | Path, *, evaluate: bool = False) -> dict[str, Any]:
-        args = super().trl_arguments(work_dir, evaluate=evaluate)
+    def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
+        args = super().trl_arguments(work_dir)
         overrides = dict(self.options.trl_args)
         args.update(
             {
