@@ -118,6 +118,9 @@ def test_config_errors_name_the_field(tmp_path):
         TrainingConfig(precision="fp8")
     with pytest.raises(LeanloopError, match="field 'checkpoint_monitor'"):
         TrainingConfig(checkpoint_monitor="accuracy")
+    with pytest.raises(LeanloopError, match="field 'max_time': expected \"DD:HH:MM:SS\""):
+        TrainingConfig(max_time="5 minutes")
+    assert TrainingConfig(max_time="00:00:05:00").max_time == "00:00:05:00"
     (tmp_path / "bad.yaml").write_text("lr: fast\n")
     with pytest.raises(LeanloopError, match=r"bad\.yaml: field 'lr'"):
         TrainingConfig.from_yaml(tmp_path / "bad.yaml")

@@ -44,6 +44,12 @@ class TrainingConfig(BaseModel):
     num_repos: int = Field(1, ge=1, description="Accepted for LeanDojo-v2 configs; no effect.")
     max_epochs: int = Field(1, ge=1, description="Epochs per repository.")
     max_steps: int = Field(-1, ge=-1, description="Optimizer steps per repository (-1: no cap).")
+    max_time: str | None = Field(
+        None, description='Training time per repository, "DD:HH:MM:SS" (None: no limit).'
+    )
+    val_check_interval: float | int = Field(
+        1.0, gt=0, description="Validate every this share of an epoch (float) or batches (int)."
+    )
 
     # model
     model_name: str = "sentence-transformers/all-MiniLM-L6-v2"
@@ -108,6 +114,15 @@ class TrainingConfig(BaseModel):
     def _check_precision(cls, value: str | None) -> str | None:
         if value is not None and str(value) not in _PRECISIONS:
             raise ValueError(f"must be one of {', '.join(_PRECISIONS)}")
+        return value
+
+    @field_validator("max_time")
+    @classmethod
+    def _check_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            parts = value.split(":")
+            if len(parts) != 4 or not all(p.isdigit() for p in parts):
+                raise ValueError('expected "DD:HH:MM:SS", e.g. "00:00:05:00" for five minutes')
         return value
 
     @field_validator("early_stopping_monitor", "checkpoint_monitor")
@@ -301,6 +316,8 @@ class RetrievalTrainer(CurriculumTrainer):
             precision=config.precision or hardware.lightning_precision,
             max_epochs=config.max_epochs,
             max_steps=config.max_steps,
+            max_time=config.max_time,
+            val_check_interval=config.val_check_interval if has_val else None,
             accumulate_grad_batches=config.accumulate_grad_batches,
             gradient_clip_val=config.gradient_clip_val or None,
             callbacks=callbacks,
