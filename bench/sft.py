@@ -31,7 +31,7 @@ def fixtures() -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=24, help="optimizer steps")
+    parser.add_argument("--steps", type=int, default=40, help="optimizer steps")
     parser.add_argument("--batch-size", type=int, default=2)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--max-length", type=int, default=512, help="longer examples are cut")

@@ -405,10 +405,9 @@ class HFCurriculumTrainer(CurriculumTrainer):
         with replace_directory(
             directory, may_replace=lambda path: (path / CHECKPOINT_INFO).is_file()
         ) as staging:
-            if self.is_adapter:
-                for config in self.model.peft_config.values():
-                    config.base_model_name_or_path = self.base_model
             self.model.save_pretrained(staging)
+            if self.is_adapter:
+                _name_adapter_base(staging, self.base_model)
             self.tokenizer.save_pretrained(staging)
             (staging / LOG_HISTORY).write_text(json.dumps(history, indent=1, default=str))
             if self.options.plot_curves:
@@ -446,6 +445,17 @@ def apply_lora(model, lora_config, *, seed: int | None = None):
             f"cannot apply the LoRA configuration: {str(exc).splitlines()[0]}",
             hint="check target_modules against the model's module names",
         ) from exc
+
+
+def _name_adapter_base(directory: Path, base_model: str) -> None:
+    """Point a saved adapter at the base model by the name the user gave (a packaged or hub name
+    stays a name; PEFT would write the resolved directory, which may be a cache path)."""
+    from leanloop.ml.causal import ADAPTER_CONFIG
+
+    path = directory / ADAPTER_CONFIG
+    config = json.loads(path.read_text())
+    config["base_model_name_or_path"] = base_model
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def _checkpointing_field() -> str:
