@@ -19,6 +19,11 @@ from leanloop.trainer.evaluation import (
 from tests.helpers import sample_theorems, with_sorry, write_dataset
 from tests.tiny_causal import shared_tiny_model
 
+# transformers itself calls its deprecated name while TRL trains
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
+)
+
 
 @pytest.fixture(scope="module")
 def tiny_dir(sample_dir):

@@ -46,6 +46,12 @@ FAST = {
 }
 
 
+# transformers itself calls its deprecated name while TRL trains
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
+)
+
+
 @pytest.fixture(scope="module")
 def tiny_dir(sample_dir):
     return shared_tiny_model(sample_dir)

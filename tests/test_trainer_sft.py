@@ -28,6 +28,12 @@ from tests.tiny_causal import (
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
+# transformers itself calls its deprecated name while TRL trains
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
+)
+
+
 @pytest.fixture(scope="module")
 def tiny_dir(sample_dir):
     return shared_tiny_model(sample_dir)
