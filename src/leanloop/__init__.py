@@ -22,6 +22,16 @@ _EXPORTS = {
     "SourceFile": "leanloop.data.records",
     "TheoremStatus": "leanloop.data.records",
     "LeanloopError": "leanloop.errors",
+    "SFTTrainer": "leanloop.trainer.sft",
+    "GRPOTrainer": "leanloop.trainer.grpo",
+    "RetrievalTrainer": "leanloop.trainer.retrieval",
+    "TrainingConfig": "leanloop.trainer.retrieval",
+    "ProgressTrainer": "leanloop.trainer.progress",
+    "LeanCheckedReward": "leanloop.trainer.lean_reward",
+    "TacticGenerator": "leanloop.ml.generation",
+    "ReplServer": "leanloop.lean.repl",
+    "PantographServer": "leanloop.lean.pantograph",
+    "open_project": "leanloop.lean.project",
 }
 
 __all__ = ["__version__", *_EXPORTS]
