@@ -21,7 +21,8 @@ from leanloop.lean.server import (
 )
 from leanloop.lean.transport import ProcessTransport, ReplFraming, Transport
 
-_HEADER_LINE = re.compile(r"^\s*(import\s+\S.*|prelude\s*)$")
+# The header: 'module', 'prelude' and import lines ('public import', 'meta import' included).
+_HEADER_LINE = re.compile(r"^\s*(module|prelude|((public|private|meta)\s+)*import\s+\S.*)\s*$")
 _LEAN_ERROR_PREFIX = "Lean error:\n"
 
 
