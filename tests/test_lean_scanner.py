@@ -244,3 +244,16 @@ def test_scanner_never_fails_on_broken_source():
     result = scan('theorem broken (x : Nat : x = x := by\n  "unterminated\n/- open comment')
     assert [d.name for d in result.declarations] == ["broken"]
     assert scan("").declarations == []
+
+
+def test_module_system_header():
+    result = scan(
+        "module\n\npublic import Mathlib.Data.Nat\nimport Aesop\n\npublic section\n\n"
+        "@[expose] public def f : Nat := 1\n\npublic theorem x : f = 1 := rfl\n\nend\n"
+    )
+    assert result.imports == ("Mathlib.Data.Nat", "Aesop")
+    assert [(d.full_name, d.modifiers) for d in result.declarations] == [
+        ("f", ("public",)),
+        ("x", ("public",)),
+    ]
+    assert result.declarations[0].attributes == ("expose",)

@@ -29,7 +29,18 @@ DECLARATION_KEYWORDS = frozenset(
     }
 )
 MODIFIERS = frozenset(
-    {"private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "scoped", "local"}
+    {
+        "private",
+        "protected",
+        "public",
+        "meta",
+        "noncomputable",
+        "partial",
+        "unsafe",
+        "nonrec",
+        "scoped",
+        "local",
+    }
 )
 # Commands that end the previous declaration when they start a line at column 0.
 OTHER_COMMANDS = frozenset(
@@ -39,6 +50,7 @@ OTHER_COMMANDS = frozenset(
         "notation", "infix", "infixl", "infixr", "prefix", "postfix", "initialize",
         "builtin_initialize", "deriving", "export", "omit", "include", "alias", "run_cmd",
         "add_decl_doc", "assert_not_exists", "library_note", "compile_inductive", "prelude",
+        "module",
         "#check", "#eval", "#print", "#reduce", "#exit", "#guard", "#synth", "#lint", "#align",
         "#help", "#find", "#adaptation_note", "#guard_msgs", "#time",
     }
@@ -214,7 +226,8 @@ class _Scanner:
             j += 1
         return j < len(self.tokens) and (
             self.tokens[j].text in DECLARATION_KEYWORDS
-            or self.tokens[j].text in ("section", "@[", "instance", "notation", "attribute")
+            or self.tokens[j].text
+            in ("section", "@[", "instance", "notation", "attribute", "import")
         )
 
     def _next_command(self, index: int) -> int:
@@ -325,8 +338,8 @@ class _Scanner:
             else:
                 break
         if i >= len(tokens) or tokens[i].text not in DECLARATION_KEYWORDS:
-            if i < len(tokens) and tokens[i].text == "section":  # noncomputable section
-                return self._command(i)
+            if i < len(tokens) and tokens[i].text in ("section", "import"):
+                return self._command(i)  # noncomputable section, public import
             return max(i, start_index + 1)
         keyword_index = i
         kind = tokens[i].text
