@@ -73,12 +73,11 @@ def test_contrastive_loss_is_infonce_without_other_positives(retriever, corpus, 
         i for i in range(len(corpus)) if corpus[i].full_name not in step.positives + other.positives
     )
     examples = [
-        TrainingExample(step, p0, (p1, negative)),  # p1 is another positive of the same step
-        TrainingExample(other, q0, (negative,)),
+        TrainingExample(step, (p0, p1), (negative,)),  # two positives of the same step
+        TrainingExample(other, (q0,), (negative,)),
     ]
     batch = TrainingCollator(retriever.tokenizer, corpus, 64)(examples)
-    assert batch["target"].tolist() == [0, 3]  # candidates: p0, p1, negative, q0
-    assert batch["positive_mask"].tolist() == [
+    assert batch["positive_mask"].tolist() == [  # candidates: p0, p1, negative, q0
         [True, True, False, False],
         [False, False, False, True],
     ]
@@ -89,9 +88,23 @@ def test_contrastive_loss_is_infonce_without_other_positives(retriever, corpus, 
         [corpus.texts()[i] for i in (p0, p1, negative, q0)], batch_size=4
     )
     logits = queries @ docs.T / 0.1
-    first = -logits[0, 0] + torch.logsumexp(logits[0, [0, 2, 3]], dim=0)  # p1 left out
+    # each positive of the first query against the non-positives (the other positive left out)
+    first_p0 = -logits[0, 0] + torch.logsumexp(logits[0, [0, 2, 3]], dim=0)
+    first_p1 = -logits[0, 1] + torch.logsumexp(logits[0, [1, 2, 3]], dim=0)
     second = -logits[1, 3] + torch.logsumexp(logits[1], dim=0)
-    assert loss.item() == pytest.approx(((first + second) / 2).item(), rel=1e-4)
+    expected = ((first_p0 + first_p1) / 2 + second) / 2
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-4)
+
+
+def test_contrastive_loss_without_negatives_is_zero_with_finite_gradients(retriever, corpus, steps):
+    step = next(s for s in steps if len(s.positives) >= 2)
+    positives = tuple(corpus.index_of(n) for n in step.positives)
+    collate = TrainingCollator(retriever.tokenizer, corpus, 64)
+    batch = collate([TrainingExample(step, positives, ())])
+    loss = retriever.contrastive_loss(batch)
+    loss.backward()
+    assert loss.item() == pytest.approx(0.0, abs=1e-6)
+    assert all(torch.isfinite(p.grad).all() for p in retriever.parameters() if p.grad is not None)
 
 
 def test_negatives_are_accessible_and_never_positive(corpus, steps):
@@ -159,7 +172,7 @@ def test_checkpoint_round_trip_keeps_weights_and_ewc(retriever, tmp_path, corpus
     collate = TrainingCollator(retriever.tokenizer, corpus, 64)
     examples = [
         TrainingExample(
-            s, corpus.index_of(s.positives[0]), (corpus.index_of(steps[-1].positives[0]),)
+            s, (corpus.index_of(s.positives[0]),), (corpus.index_of(steps[-1].positives[0]),)
         )
         for s in steps[:6]
         if steps[-1].positives[0] not in s.positives
@@ -209,3 +222,25 @@ def test_unreachable_hub_model_names_the_offline_encoder(monkeypatch):
     text = str(info.value)
     assert "neither a local path nor in the Hugging Face cache" in text
     assert "unreachable" in text and "all-minilm-l6-v2" in text
+
+
+def test_symbols_the_vocabulary_lacks_are_spelt_out():
+    from transformers import AutoTokenizer
+
+    from leanloop.ml.models import resolve_model
+    from leanloop.retrieval.encoder import spell_symbols, tokenize, unknown_symbols
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("all-minilm-l6-v2"))
+    state = "h : ∀ x ∈ s, f x ≤ 1\n⊢ ∑ i ∈ s, f i ≤ s.card"
+    assert unknown_symbols(tokenizer, [state]) == {
+        "∀": " for all ",
+        "⊢": " right tack ",
+        "∑": " n-ary summation ",
+    }
+    (spelt,) = spell_symbols(tokenizer, [state])
+    expected = "h : for all x ∈ s, f x ≤ 1\n right tack n-ary summation i ∈ s, f i ≤ s.card"
+    assert " ".join(spelt.split()) == " ".join(expected.split())
+    assert spell_symbols(tokenizer, ["mul_comm a b"]) == ["mul_comm a b"]
+    ids = tokenize(tokenizer, [state], 64)["input_ids"][0].tolist()
+    assert tokenizer.unk_token_id not in ids
+    assert tokenizer.unk_token_id in tokenizer(state)["input_ids"]  # what it replaces

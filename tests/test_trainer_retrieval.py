@@ -271,3 +271,39 @@ def test_no_training_examples_is_a_clear_error(tmp_path, sample_dir, encoder):
     trainer = RetrievalTrainer(tiny_config(encoder, tmp_path / "out"))
     with pytest.raises(LeanloopError, match="no training examples"):
         trainer.train([REPO_A], db, tmp_path / "data")
+
+
+def test_hard_negatives_and_naming_examples_in_training(tmp_path, sample_dir, encoder):
+    from leanloop.retrieval.datamodule import HardNegativeMining
+
+    class Seen(pl.Callback):
+        """Records the mining callback and the hard candidates each epoch trains with."""
+
+        def __init__(self) -> None:
+            self.mining = False
+            self.candidates: list = []
+
+        def on_train_epoch_start(self, trainer, pl_module) -> None:
+            self.mining = any(isinstance(c, HardNegativeMining) for c in trainer.callbacks)
+            table = trainer.datamodule.train_set.hard_candidates
+            self.candidates.append(None if table is None else [list(c) for c in table])
+
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    seen = Seen()
+    config = tiny_config(
+        encoder,
+        tmp_path / "out",
+        lambda_value=0.0,
+        num_hard_negatives=4,
+        naming_examples=True,
+        lr=5e-3,
+    )
+    trainer = RetrievalTrainer(config, callbacks=[seen])
+    trainer.train([REPO_A], db, tmp_path / "data")
+    report = trainer.reports[0]
+    assert report["naming_examples"] > 20
+    assert seen.mining and len(seen.candidates) == 2
+    first, second = seen.candidates
+    assert first is not None and second is not None
+    assert len(first) == report["train_steps"] + report["naming_examples"]
+    assert first != second  # mined again with the weights of the first epoch

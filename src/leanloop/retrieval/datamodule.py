@@ -1,11 +1,12 @@
-"""The Lightning data module of the premise retriever: training examples with sampled hard
-negatives (premises of the positive's file, then other accessible premises) and evaluation steps,
-tokenised into batches."""
+"""The Lightning data module of the premise retriever: one training example per tactic step (its
+positives, hard negatives mined with the model itself, premises of the positives' files and random
+accessible premises), optional naming examples, and evaluation steps, tokenised into batches."""
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,17 +15,26 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from leanloop.retrieval.corpus import Corpus
+from leanloop.data.records import Premise
+from leanloop.retrieval.corpus import Corpus, premise_text
 from leanloop.retrieval.encoder import tokenize
-from leanloop.retrieval.examples import RetrievalStep, load_all_splits, retrieval_steps
+from leanloop.retrieval.examples import (
+    RetrievalStep,
+    load_all_splits,
+    naming_steps,
+    retrieval_steps,
+)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class TrainingExample:
-    """A query with one positive premise and sampled negatives (corpus indices)."""
+    """A query with its positive documents and sampled negatives (document indices: the corpus
+    first, then the extra documents of naming examples)."""
 
     step: RetrievalStep
-    positive: int
+    positives: tuple[int, ...]
     negatives: tuple[int, ...]
 
 
@@ -36,22 +46,31 @@ class NegativeSampler:
         self.corpus = corpus
         self.rng = rng
 
-    def _pick(self, pool: Sequence[int], count: int, step: RetrievalStep, taken: set[int]) -> list:
-        candidates = [
-            i
-            for i in pool
-            if i not in taken
+    def usable(self, i: int, step: RetrievalStep, taken: set[int]) -> bool:
+        """Whether corpus premise ``i`` may be a negative of ``step``."""
+        return (
+            i not in taken
             and self.corpus[i].full_name not in step.positives
             and self.corpus.is_accessible(i, step.file_path, step.position)
-        ]
+        )
+
+    def _pick(self, pool: Iterable[int], count: int, step: RetrievalStep, taken: set[int]) -> list:
+        candidates = [i for i in pool if self.usable(i, step, taken)]
         return self.rng.sample(candidates, min(count, len(candidates)))
 
     def sample(
-        self, step: RetrievalStep, positive: int, in_file: int, others: int
+        self,
+        step: RetrievalStep,
+        positive: int | None,
+        in_file: int,
+        others: int,
+        taken: Iterable[int] = (),
     ) -> tuple[int, ...]:
-        taken: set[int] = set()
+        """``in_file`` negatives from the file of corpus premise ``positive`` (when there is one)
+        and random accessible ones up to ``in_file + others``, none of them in ``taken``."""
+        taken = set(taken)
         chosen: list[int] = []
-        if in_file > 0:
+        if in_file > 0 and positive is not None and positive < len(self.corpus):
             pool = self.corpus.in_file(self.corpus[positive].file_path)
             chosen += self._pick(pool, in_file, step, taken)
             taken.update(chosen)
@@ -61,24 +80,21 @@ class NegativeSampler:
         while wanted > 0 and tries < 20 * (wanted + 1):  # rejection sampling: cheap on big corpora
             tries += 1
             i = self.rng.randrange(size)
-            if (
-                i in taken
-                or self.corpus[i].full_name in step.positives
-                or not self.corpus.is_accessible(i, step.file_path, step.position)
-            ):
+            if not self.usable(i, step, taken):
                 continue
             taken.add(i)
             chosen.append(i)
             wanted -= 1
         if wanted > 0:  # few accessible premises: enumerate them
-            extra = self._pick(range(size), wanted, step, taken)
-            chosen += extra
+            chosen += self._pick(range(size), wanted, step, taken)
         return tuple(chosen)
 
 
 class TrainingSet(Dataset):
-    """One item per (step, positive premise); negatives are drawn anew each time an item is
-    read, so every epoch sees other ones."""
+    """One item per query (tactic step or naming example) with every positive it has among the
+    documents; negatives are drawn anew each time an item is read, so every epoch sees other
+    ones. Hard negatives come from ``set_hard_candidates`` (the premises a model ranks highest
+    for each item), when set."""
 
     def __init__(
         self,
@@ -87,28 +103,57 @@ class TrainingSet(Dataset):
         *,
         num_negatives: int,
         num_in_file_negatives: int,
+        num_hard_negatives: int = 0,
+        extra_documents: Sequence[Premise] = (),
         seed: int,
     ) -> None:
         self.corpus = corpus
-        self.items = [
-            (step, index)
-            for step in steps
-            for index in (corpus.index_of(name) for name in step.positives)
-            if index is not None
+        self.documents: list[Premise] = list(corpus) + [
+            p for p in extra_documents if p.full_name not in corpus
         ]
+        index = {p.full_name: i for i, p in enumerate(self.documents)}
+        self.items: list[tuple[RetrievalStep, tuple[int, ...]]] = []
+        for step in steps:
+            positives = tuple(index[name] for name in step.positives if name in index)
+            if positives:
+                self.items.append((step, positives))
         self.num_negatives = num_negatives
         self.num_in_file_negatives = num_in_file_negatives
+        self.num_hard_negatives = num_hard_negatives
         self.sampler = NegativeSampler(corpus, random.Random(seed))
+        self.hard_candidates: list[Sequence[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.items)
 
+    def set_hard_candidates(self, candidates: list[Sequence[int]] | None) -> None:
+        """For each item, corpus premises best first (positives and inaccessible premises among
+        them are skipped when drawing)."""
+        if candidates is not None and len(candidates) != len(self.items):
+            raise ValueError(f"{len(candidates)} candidate lists for {len(self.items)} items")
+        self.hard_candidates = candidates
+
+    def _hard(self, i: int, step: RetrievalStep, taken: set[int]) -> list[int]:
+        if not self.hard_candidates or self.num_hard_negatives <= 0:
+            return []
+        chosen: list[int] = []
+        for index in self.hard_candidates[i]:
+            if len(chosen) >= self.num_hard_negatives:
+                break
+            if self.sampler.usable(index, step, taken):
+                chosen.append(index)
+                taken.add(index)
+        return chosen
+
     def __getitem__(self, i: int) -> TrainingExample:
-        step, positive = self.items[i]
-        negatives = self.sampler.sample(
-            step, positive, self.num_in_file_negatives, self.num_negatives
+        step, positives = self.items[i]
+        taken = set(positives)
+        hard = self._hard(i, step, taken)
+        anchor = self.sampler.rng.choice(positives)
+        rest = self.sampler.sample(
+            step, anchor, self.num_in_file_negatives, self.num_negatives, taken=taken
         )
-        return TrainingExample(step, positive, negatives)
+        return TrainingExample(step, positives, tuple(hard) + rest)
 
 
 class StepSet(Dataset):
@@ -125,14 +170,14 @@ class StepSet(Dataset):
 
 
 class TrainingCollator:
-    """Tokenises queries and the union of their positive and negative premises; marks which
-    candidate premises are positives of which query (those are left out of each other's
-    denominators)."""
+    """Tokenises queries and the union of their positive and negative documents; marks which
+    candidate documents are positives of which query (a query's other positives are left out of
+    the denominator of each of its positives, and count as negatives of no one of them)."""
 
-    def __init__(self, tokenizer, corpus: Corpus, max_seq_len: int) -> None:
+    def __init__(self, tokenizer, documents: Iterable[Premise], max_seq_len: int) -> None:
         self.tokenizer = tokenizer
-        self.corpus = corpus
-        self.texts = corpus.texts()
+        self.documents = list(documents)
+        self.texts = [premise_text(p) for p in self.documents]
         self.max_seq_len = max_seq_len
 
     def _tokenize(self, texts: list[str], keep_end: bool) -> dict[str, torch.Tensor]:
@@ -142,13 +187,13 @@ class TrainingCollator:
     def __call__(self, examples: list[TrainingExample]) -> dict[str, Any]:
         columns: dict[int, int] = {}
         for example in examples:
-            for index in (example.positive, *example.negatives):
+            for index in (*example.positives, *example.negatives):
                 columns.setdefault(index, len(columns))
         candidates = list(columns)
         positive_mask = torch.zeros(len(examples), len(candidates), dtype=torch.bool)
         for row, example in enumerate(examples):
             for column, index in enumerate(candidates):
-                if self.corpus[index].full_name in example.step.positives:
+                if self.documents[index].full_name in example.step.positives:
                     positive_mask[row, column] = True
         context = self._tokenize([e.step.context for e in examples], keep_end=True)
         premise = self._tokenize([self.texts[i] for i in candidates], keep_end=False)
@@ -157,7 +202,6 @@ class TrainingCollator:
             "context_mask": context["attention_mask"],
             "premise_ids": premise["input_ids"],
             "premise_mask": premise["attention_mask"],
-            "target": torch.tensor([columns[e.positive] for e in examples], dtype=torch.long),
             "positive_mask": positive_mask,
         }
 
@@ -183,7 +227,13 @@ class StepCollator:
 
 
 class RetrievalDataModule(pl.LightningDataModule):
-    """Train/val/test data of one split scheme of an exported dataset, and its corpus."""
+    """Train/val/test data of one split scheme of an exported dataset, and its corpus.
+
+    With ``naming_examples`` the training theorems also give naming examples (see
+    ``naming_steps``); with ``num_hard_negatives`` > 0 each training example gets that many of
+    the accessible premises that the model (at the last ``mine_hard_negatives``) ranks highest
+    among those its tactic did not use.
+    """
 
     def __init__(
         self,
@@ -194,6 +244,8 @@ class RetrievalDataModule(pl.LightningDataModule):
         scheme: str = "random",
         num_negatives: int = 3,
         num_in_file_negatives: int = 1,
+        num_hard_negatives: int = 0,
+        naming_examples: bool = False,
         batch_size: int = 8,
         eval_batch_size: int = 32,
         max_seq_len: int = 256,
@@ -207,6 +259,8 @@ class RetrievalDataModule(pl.LightningDataModule):
         self.scheme = scheme
         self.num_negatives = num_negatives
         self.num_in_file_negatives = num_in_file_negatives
+        self.num_hard_negatives = num_hard_negatives
+        self.naming_examples = naming_examples
         self.batch_size = batch_size
         self.eval_batch_size = eval_batch_size
         self.max_seq_len = max_seq_len
@@ -214,6 +268,9 @@ class RetrievalDataModule(pl.LightningDataModule):
         self.seed = seed
         self.theorems: dict[str, list] = {}
         self.steps: dict[str, list[RetrievalStep]] = {}
+        self.naming: list[RetrievalStep] = []
+        self.extra_documents: list[Premise] = []
+        self._train_set: TrainingSet | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.steps:
@@ -226,6 +283,8 @@ class RetrievalDataModule(pl.LightningDataModule):
             split: retrieval_steps(theorems, self.corpus)
             for split, theorems in self.theorems.items()
         }
+        if self.naming_examples:
+            self.naming, self.extra_documents = naming_steps(self.theorems.get("train", []))
 
     @property
     def train_steps(self) -> list[RetrievalStep]:
@@ -239,21 +298,57 @@ class RetrievalDataModule(pl.LightningDataModule):
     def test_steps(self) -> list[RetrievalStep]:
         return self.steps.get("test", [])
 
-    def training_set(self, steps: Sequence[RetrievalStep] | None = None, seed: int | None = None):
+    def training_set(
+        self, steps: Sequence[RetrievalStep] | None = None, seed: int | None = None
+    ) -> TrainingSet:
+        """A training set of ``steps`` (default: the training steps and naming examples)."""
         return TrainingSet(
-            self.train_steps if steps is None else steps,
+            self.train_steps + self.naming if steps is None else steps,
             self.corpus,
             num_negatives=self.num_negatives,
             num_in_file_negatives=self.num_in_file_negatives,
+            num_hard_negatives=self.num_hard_negatives,
+            extra_documents=self.extra_documents,
             seed=self.seed if seed is None else seed,
         )
 
+    @property
+    def train_set(self) -> TrainingSet:
+        """The training set the training loader reads (made once, so mined negatives stay)."""
+        if self._train_set is None:
+            self._train_set = self.training_set()
+        return self._train_set
+
     def training_collator(self) -> TrainingCollator:
-        return TrainingCollator(self.tokenizer, self.corpus, self.max_seq_len)
+        return TrainingCollator(
+            self.tokenizer, [*self.corpus, *self.extra_documents], self.max_seq_len
+        )
+
+    @torch.no_grad()
+    def mine_hard_negatives(self, model) -> int:
+        """Rank the corpus for every training item with ``model`` (a ``PremiseRetriever``) and
+        keep each item's best-ranked premises as its hard negatives; returns the item count."""
+        dataset = self.train_set
+        if self.num_hard_negatives <= 0 or not len(dataset):
+            return 0
+        documents = model.encode_premises(self.corpus.texts(), batch_size=self.eval_batch_size)
+        keep = min(len(self.corpus), self.num_hard_negatives + 32)
+        candidates: list[list[int]] = []
+        steps = [step for step, _ in dataset.items]
+        for start in range(0, len(steps), self.eval_batch_size):
+            part = steps[start : start + self.eval_batch_size]
+            queries = model.encode_states([s.context for s in part], self.eval_batch_size)
+            scores = queries @ documents.T
+            for row, step in enumerate(part):
+                mask = torch.from_numpy(self.corpus.accessible_mask(step.file_path, step.position))
+                ranked = scores[row].masked_fill(~mask.to(scores.device), float("-inf"))
+                candidates.append(torch.topk(ranked, keep).indices.tolist())
+        dataset.set_hard_candidates(candidates)
+        return len(candidates)
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(
-            self.training_set(),
+            self.train_set,
             batch_size=self.batch_size,
             shuffle=True,
             collate_fn=self.training_collator(),
@@ -275,3 +370,22 @@ class RetrievalDataModule(pl.LightningDataModule):
 
     def test_dataloader(self) -> DataLoader:
         return self._steps_loader(self.test_steps)
+
+
+class HardNegativeMining(pl.Callback):
+    """Mines hard negatives with the model being trained: before the first epoch and after
+    every epoch but the last, so each epoch trains against what the model currently confuses."""
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module) -> None:
+        self._mine(trainer, pl_module)
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module) -> None:
+        if trainer.max_epochs is None or trainer.current_epoch + 1 < trainer.max_epochs:
+            self._mine(trainer, pl_module)
+
+    @staticmethod
+    def _mine(trainer: pl.Trainer, pl_module) -> None:
+        data = trainer.datamodule
+        if isinstance(data, RetrievalDataModule):
+            count = data.mine_hard_negatives(pl_module)
+            log.info("hard negatives mined for %d training items", count)

@@ -1,9 +1,12 @@
-"""Load Hugging Face models and tokenizers by name or path with errors a user can act on, and
-turn token states into sentence embeddings (mean pooling, L2 normalisation)."""
+"""Load Hugging Face models and tokenizers by name or path with errors a user can act on, turn
+texts into token ids (symbols the vocabulary lacks spelt out by their Unicode names), and token
+states into sentence embeddings (mean pooling, L2 normalisation)."""
 
 from __future__ import annotations
 
 import os
+import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +76,39 @@ def mean_pool(hidden, attention_mask):
     return torch.nn.functional.normalize(summed / counts, p=2, dim=-1)
 
 
+def unknown_symbols(tokenizer, texts: Iterable[str]) -> dict[str, str]:
+    """The non-ASCII characters of ``texts`` that ``tokenizer`` can only read as its unknown
+    token, each with the words that stand for it: its Unicode name in lower case (``∑`` is
+    "n-ary summation", ``∀`` "for all"), or a space when it has none."""
+    unknown_id = getattr(tokenizer, "unk_token_id", None)
+    if unknown_id is None:
+        return {}
+    found: dict[str, str] = {}
+    for char in {c for text in texts for c in text if ord(c) > 127}:
+        ids = tokenizer.convert_tokens_to_ids(tokenizer.tokenize(char))
+        if unknown_id in ids:
+            name = unicodedata.name(char, "").lower()
+            found[char] = f" {name} " if name else " "
+    return found
+
+
+def spell_symbols(tokenizer, texts: list[str]) -> list[str]:
+    """``texts`` with every character ``tokenizer`` cannot represent replaced by its name (see
+    ``unknown_symbols``), so that ``∀``, ``∑`` or ``⊢`` reach the encoder as words instead of
+    one shared unknown token."""
+    names = unknown_symbols(tokenizer, texts)
+    if not names:
+        return texts
+    table = str.maketrans(names)
+    return [text.translate(table) for text in texts]
+
+
 def tokenize(tokenizer, texts: list[str], max_length: int, *, keep_end: bool = False):
-    """Pad and truncate ``texts`` to ``max_length`` tokens as PyTorch tensors. ``keep_end``
-    drops tokens from the start instead of the end: a proof state lists its hypotheses first and
-    its goal last, and the goal matters most."""
+    """Spell out unknown symbols (``spell_symbols``), then pad and truncate ``texts`` to
+    ``max_length`` tokens as PyTorch tensors. ``keep_end`` drops tokens from the start instead
+    of the end: a proof state lists its hypotheses first and its goal last, and the goal matters
+    most."""
+    texts = spell_symbols(tokenizer, list(texts))
     side = tokenizer.truncation_side
     tokenizer.truncation_side = "left" if keep_end else "right"
     try:

@@ -1,5 +1,6 @@
 """Retrieval examples from a LeanDojo-format split: one per tactic step that uses a premise of
-the corpus, with the proof state as the query and the premises used as the positives."""
+the corpus, with the proof state as the query and the premises used as the positives; and naming
+examples, a theorem's first proof state with the theorem's own name as the premise to find."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from leanloop.data.records import Pos, Theorem, repository_identity
+from leanloop.data.records import Pos, Premise, Theorem, repository_identity
 from leanloop.errors import LeanloopError
 from leanloop.retrieval.corpus import Corpus
 
@@ -55,6 +56,45 @@ def retrieval_steps(theorems: Iterable[Theorem], corpus: Corpus) -> list[Retriev
                 )
             )
     return steps
+
+
+def naming_steps(theorems: Iterable[Theorem]) -> tuple[list[RetrievalStep], list[Premise]]:
+    """For each theorem with a traced tactic: its first proof state (the statement as a goal) as
+    a query whose one positive is the theorem itself, and the theorem as a premise.
+
+    Mathlib names a lemma after what it states (``∈`` is ``mem``, ``≤`` is ``le``, ``*`` is
+    ``mul``), so these pairs teach the same convention that links proof states to the names of
+    the premises they need, from data the training split already holds.
+    """
+    steps: list[RetrievalStep] = []
+    premises: list[Premise] = []
+    seen: set[str] = set()
+    for theorem in theorems:
+        first = next((t for t in theorem.traced_tactics if not t.is_sorry), None)
+        if first is None or theorem.full_name in seen:
+            continue
+        seen.add(theorem.full_name)
+        premises.append(
+            Premise(
+                full_name=theorem.full_name,
+                file_path=theorem.file_path,
+                start=theorem.start,
+                end=theorem.end,
+            )
+        )
+        steps.append(
+            RetrievalStep(
+                context=first.state_before,
+                file_path=theorem.file_path,
+                position=theorem.start,
+                positives=(theorem.full_name,),
+                theorem=theorem.full_name,
+                index=-1,
+                url=theorem.url,
+                commit=theorem.commit,
+            )
+        )
+    return steps, premises
 
 
 def split_file(dataset_dir: str | Path, scheme: str, split: str) -> Path:

@@ -29,10 +29,11 @@ class PremiseRetriever(pl.LightningModule):
     """Embeds proof states (queries) and premises (documents) into one space; the score of a
     premise is the cosine similarity of the two embeddings.
 
-    The loss is InfoNCE over the batch: each query's own positive against every other premise in
-    the batch (the other queries' positives, and the sampled in-file and random negatives),
-    ignoring candidates that are also positives of that query. With ``lambda_value`` > 0 and a
-    Fisher from earlier repositories, ``lambda_value · Σ F (θ − θ*)²`` is added.
+    The loss is InfoNCE over the batch: each positive of a query against every premise in the
+    batch that is not a positive of that query (the other queries' positives, and the mined
+    hard, in-file and random negatives), averaged over the query's positives. With
+    ``lambda_value`` > 0 and a Fisher from earlier repositories, ``lambda_value · Σ F (θ − θ*)²``
+    is added.
     """
 
     def __init__(
@@ -170,14 +171,20 @@ class PremiseRetriever(pl.LightningModule):
     # -- training --------------------------------------------------------------------------------
 
     def contrastive_loss(self, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+        """InfoNCE averaged over each query's positives, then over the queries: a positive
+        competes with every candidate that is not a positive of the same query."""
         queries = self.embed(batch["context_ids"], batch["context_mask"])
         premises = self.embed(batch["premise_ids"], batch["premise_mask"])
         logits = queries @ premises.T / self.hparams.temperature
-        target = batch["target"]
-        # other positives of the same query are neither the answer nor a negative
-        own = F.one_hot(target, num_classes=logits.shape[1]).bool()
-        logits = logits.masked_fill(batch["positive_mask"] & ~own, float("-inf"))
-        return F.cross_entropy(logits, target)
+        positive = batch["positive_mask"]
+        # a large finite fill (not -inf) keeps gradients finite for a query without negatives
+        negatives = logits.masked_fill(positive, -1e4).logsumexp(dim=1, keepdim=True)
+        # -log(e^s / (e^s + Σ e^negative)) = softplus(log Σ e^negative - s)
+        per_positive = F.softplus(negatives - logits).masked_fill(~positive, 0.0)
+        counts = positive.sum(dim=1)
+        if not bool((counts > 0).all()):
+            raise ValueError("every query of a training batch needs a positive candidate")
+        return (per_positive.sum(dim=1) / counts).mean()
 
     def ewc_penalty(self) -> torch.Tensor:
         """Σ F (θ − θ*)² against the Fisher and weights of the earlier repositories (0 before

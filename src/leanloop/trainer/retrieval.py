@@ -72,6 +72,17 @@ class TrainingConfig(BaseModel):
     # data
     num_negatives: int = Field(3, ge=0, description="Random accessible negatives per example.")
     num_in_file_negatives: int = Field(1, ge=0, description="Negatives from the positive's file.")
+    num_hard_negatives: int = Field(
+        0,
+        ge=0,
+        description="Negatives per example mined with the model being trained: the accessible "
+        "premises it ranks highest that the tactic did not use, mined again after each epoch.",
+    )
+    naming_examples: bool = Field(
+        False,
+        description="Also train on each training theorem's first proof state paired with the "
+        "theorem's own name (Mathlib names lemmas after what they state).",
+    )
     data_max_seq_len: int | None = Field(
         None, ge=8, description="Token limit of training texts (None: max_seq_len)."
     )
@@ -298,6 +309,10 @@ class RetrievalTrainer(CurriculumTrainer):
                     check_on_train_epoch_end=not config.early_stopping_monitor.endswith("_val"),
                 )
             )
+        if config.num_hard_negatives > 0:
+            from leanloop.retrieval.datamodule import HardNegativeMining
+
+            callbacks.append(HardNegativeMining())
         callbacks.extend(self.callbacks)
         strategy: Any = "auto"
         devices: Any = 1
@@ -347,6 +362,8 @@ class RetrievalTrainer(CurriculumTrainer):
             scheme=config.split_scheme,
             num_negatives=config.num_negatives,
             num_in_file_negatives=config.num_in_file_negatives,
+            num_hard_negatives=config.num_hard_negatives,
+            naming_examples=config.naming_examples,
             batch_size=config.batch_size,
             eval_batch_size=config.eval_batch_size,
             max_seq_len=min(config.data_max_seq_len or config.max_seq_len, model.max_length),
@@ -390,6 +407,7 @@ class RetrievalTrainer(CurriculumTrainer):
             "commit": step.repository.commit,
             "started_from": self._start,
             "train_steps": len(data.train_steps),
+            "naming_examples": len(data.naming),
             "val_steps": len(data.val_steps),
             "corpus_premises": len(data.corpus),
             "best_checkpoint_score": _score_of(trainer),
