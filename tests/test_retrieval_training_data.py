@@ -4,6 +4,7 @@ import lightning.pytorch as pl
 import pytest
 import torch
 
+from leanloop.data.records import Premise
 from leanloop.retrieval.corpus import Corpus
 from leanloop.retrieval.datamodule import (
     HardNegativeMining,
@@ -169,3 +170,26 @@ def test_mining_runs_before_training_and_after_each_epoch_but_the_last(dataset, 
     trainer.fit(retriever, datamodule=data)
     assert mined == [0, 0]  # before epoch 0 and at the end of epoch 0; not after the last
     assert data.train_set.hard_candidates is not None
+
+
+def test_a_theorem_that_is_a_premise_is_found_as_that_premise(dataset, theorems, tiny):
+    from leanloop.data.records import SourceFile
+
+    named = next(t for t in theorems[:120] if t.traced_tactics)
+    as_premise = Premise(
+        full_name=named.full_name, file_path="Other.lean", start=(1, 1), end=(2, 1)
+    )
+    corpus = Corpus.from_theorems(theorems, [SourceFile(path="Other.lean", premises=(as_premise,))])
+    retriever = PremiseRetriever(model_name=str(tiny), max_seq_len=48)
+    data = RetrievalDataModule(
+        dataset, retriever.tokenizer, corpus=corpus, naming_examples=True, max_seq_len=48
+    )
+    data.setup("fit")
+    assert named.full_name not in {p.full_name for p in data.extra_documents}
+    naming = {s.theorem: p for s, p in data.train_set.items if s.index == -1}
+    assert naming[named.full_name] == (corpus.index_of(named.full_name),)
+    assert all(len(p) == 1 for p in naming.values()) and len(naming) == len(data.naming)
+    collate = data.training_collator()
+    assert [p.full_name for p in collate.documents] == [
+        p.full_name for p in data.train_set.documents
+    ]

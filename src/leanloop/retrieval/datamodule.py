@@ -284,7 +284,9 @@ class RetrievalDataModule(pl.LightningDataModule):
             for split, theorems in self.theorems.items()
         }
         if self.naming_examples:
-            self.naming, self.extra_documents = naming_steps(self.theorems.get("train", []))
+            self.naming, named = naming_steps(self.theorems.get("train", []))
+            # a theorem that is also a premise of the corpus is found as that premise
+            self.extra_documents = [p for p in named if p.full_name not in self.corpus]
 
     @property
     def train_steps(self) -> list[RetrievalStep]:
