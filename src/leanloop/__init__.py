@@ -5,8 +5,7 @@ Top-level names are loaded on first use, so ``import leanloop`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from leanloop.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -36,9 +35,4 @@ _EXPORTS = {
 
 __all__ = ["__version__", *_EXPORTS]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'leanloop' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

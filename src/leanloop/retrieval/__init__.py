@@ -6,8 +6,7 @@ Names are loaded on first use, so importing this package does not import torch o
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
     "Corpus": "leanloop.retrieval.corpus",
@@ -25,9 +24,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'leanloop.retrieval' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

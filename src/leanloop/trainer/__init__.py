@@ -5,8 +5,7 @@ The classes are loaded on first use, so ``import leanloop.trainer`` stays cheap.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
     "SFTTrainer": "leanloop.trainer.sft",
@@ -21,9 +20,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'leanloop.trainer' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
