@@ -1,4 +1,4 @@
-"""The Lean REPL client and backend against the REPL's own recorded sessions (real Lean output).
+"""The Lean REPL client and backend against the REPL's own recorded exchanges (real Lean output).
 
 Every request the client sends is compared with the recorded request; every answer is the
 recorded answer.

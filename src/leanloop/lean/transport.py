@@ -1,6 +1,6 @@
 """How requests reach a Lean server process and answers come back: the framing of each protocol,
 a process transport that survives timeouts, crashes, garbage output and memory blow-ups, and
-transports that record or replay sessions."""
+transports that record or replay exchanges."""
 
 from __future__ import annotations
 
@@ -340,7 +340,7 @@ class ProcessTransport(Transport):
 
 
 class ReplayMismatch(AssertionError):
-    """A replayed session received a request other than the recorded one."""
+    """A replayed recording received a request other than the recorded one."""
 
 
 class ReplayTransport(Transport):

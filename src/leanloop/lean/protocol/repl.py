@@ -173,7 +173,7 @@ def parse_answer(
 
 
 def parse_request(raw: dict[str, Any]) -> ReplRequest:
-    """Type a request given as a JSON object (used to replay recorded sessions)."""
+    """Type a request given as a JSON object (used to replay recorded exchanges)."""
     for model in (
         TacticRequest,
         CommandRequest,
