@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 import typer
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from leanloop.cli.common import console, open_database, progress_bar
+from leanloop.configfile import read_config_file
 from leanloop.database.splits import SplitConfig
 from leanloop.errors import DataFormatError, LeanloopError
 
@@ -28,17 +28,7 @@ class RunConfig(BaseModel):
 
     @classmethod
     def from_file(cls, path: Path) -> RunConfig:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except OSError as exc:
-            raise DataFormatError(path, f"cannot read file ({exc.strerror})") from None
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise DataFormatError(
-                path,
-                f"malformed YAML/JSON ({getattr(exc, 'problem', exc)})",
-                line=mark.line + 1 if mark else None,
-            ) from None
+        data = read_config_file(path) or {}
         try:
             return cls.model_validate(data)
         except ValidationError as exc:

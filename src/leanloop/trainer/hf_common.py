@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from leanloop.atomic import replace_directory
+from leanloop.configfile import read_config_file
 from leanloop.data.leandojo import LeanDojoDataset
 from leanloop.data.prompt import PromptFormat
 from leanloop.errors import LeanloopError
@@ -75,17 +76,11 @@ class HFTrainerOptions(BaseModel):
         if isinstance(source, Mapping):
             data = dict(source)
         else:
-            path = Path(source)
-            if not path.is_file():
-                raise LeanloopError(f"trainer configuration {path}: no such file")
-            import yaml
-
-            try:
-                data = yaml.safe_load(path.read_text()) or {}
-            except yaml.YAMLError as exc:
-                raise LeanloopError(f"trainer configuration {path}: not YAML/JSON: {exc}") from exc
+            data = read_config_file(source) or {}
             if not isinstance(data, dict):
-                raise LeanloopError(f"trainer configuration {path}: expected a mapping of options")
+                raise LeanloopError(
+                    f"trainer configuration {source}: expected a mapping of options"
+                )
         data.update(overrides)
         return validate_options(cls, data, where=str(source))
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from leanloop.configfile import read_config_file
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
 from leanloop.ml.models import latest_checkpoint
@@ -161,23 +162,11 @@ class TrainingConfig(BaseModel):
 
     @classmethod
     def from_yaml(cls, file_path: str | Path) -> TrainingConfig:
-        import yaml
-
-        path = _existing(file_path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as exc:
-            raise LeanloopError(f"{path}: not valid YAML: {exc}") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_config_file(file_path), str(file_path))
 
     @classmethod
     def from_json(cls, file_path: str | Path) -> TrainingConfig:
-        path = _existing(file_path)
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise LeanloopError(f"{path}: not valid JSON: {exc}") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_config_file(file_path), str(file_path))
 
     def to_yaml(self, file_path: str | Path) -> Path:
         import yaml
@@ -210,13 +199,6 @@ class TrainingConfig(BaseModel):
             "lambda_value": self.get_lambda_value(),
             "weight_decay": self.weight_decay,
         }
-
-
-def _existing(file_path: str | Path) -> Path:
-    path = Path(file_path)
-    if not path.is_file():
-        raise LeanloopError(f"config file {path} does not exist")
-    return path
 
 
 def _config_error(exc: ValidationError, source: str) -> LeanloopError:
