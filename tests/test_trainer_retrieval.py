@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 
@@ -107,6 +108,17 @@ def test_config_defaults_and_files(tmp_path):
         "training:\n  lr: 0.001\n  num_gpus: 1\n  single_repo: true\n"
     )
     assert TrainingConfig.from_yaml(tmp_path / "ld.yaml").lr == 0.001
+
+
+def test_config_is_a_dataclass(tmp_path):
+    config = TrainingConfig(lr=3e-4, output_dir=tmp_path)
+    assert dataclasses.is_dataclass(config)
+    values = dataclasses.asdict(config)
+    assert values["lr"] == 3e-4 and values["output_dir"] == tmp_path
+    assert {f.name for f in dataclasses.fields(TrainingConfig)} >= {"lr", "num_negatives", "seed"}
+    assert dataclasses.replace(config, max_epochs=3).max_epochs == 3
+    with pytest.raises(LeanloopError, match="field 'lr'"):  # replace checks values too
+        dataclasses.replace(config, lr=-1.0)
 
 
 def test_config_errors_name_the_field(tmp_path):

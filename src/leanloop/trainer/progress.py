@@ -16,6 +16,7 @@ from typing import Any
 from leanloop.atomic import write_text_atomic
 from leanloop.data.records import TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.progress import MEAN_KEY, STD_KEY, progress_text
 
 log = logging.getLogger(__name__)
@@ -133,6 +134,7 @@ class ProgressTrainer:
         seed: int = 42,
         *,
         callbacks: Sequence = (),
+        hardware: Hardware | None = None,
     ) -> None:
         if not 0 < eval_ratio < 1:
             raise LeanloopError(
@@ -162,6 +164,7 @@ class ProgressTrainer:
         self.eval_ratio = eval_ratio
         self.seed = seed
         self.callbacks = list(callbacks)
+        self.hardware = hardware
         self.metrics: dict[str, Any] = {}
 
     @classmethod
@@ -199,6 +202,33 @@ class ProgressTrainer:
 
         return build(training), build(evaluation), mean, std
 
+    def training_arguments(self, work: Path, steps_per_epoch: int) -> dict[str, Any]:
+        """``transformers.TrainingArguments`` values: an evaluation and a checkpoint each epoch,
+        the epoch with the lowest validation MSE kept; fp32 on a CPU, bf16 on a GPU that has
+        it (``hardware`` if given, else what is present)."""
+        hardware = self.hardware or detect_hardware()
+        return {
+            "output_dir": str(work),
+            "learning_rate": self.learning_rate,
+            "per_device_train_batch_size": self.batch_size,
+            "per_device_eval_batch_size": self.batch_size,
+            "num_train_epochs": self.epochs,
+            "weight_decay": 0.01,
+            "eval_strategy": "epoch",
+            "save_strategy": "epoch",
+            "save_only_model": True,
+            "save_total_limit": 1,
+            "load_best_model_at_end": True,
+            "metric_for_best_model": "mse",
+            "greater_is_better": False,  # lower validation MSE is better
+            "logging_strategy": "steps",
+            "logging_steps": max(1, steps_per_epoch // 4),
+            "report_to": "none",
+            "seed": self.seed,
+            "use_cpu": hardware.device == "cpu",
+            "bf16": hardware.bf16,
+        }
+
     def train(self) -> dict[str, Any]:
         """Train, keep the best epoch, save it; returns its metrics (MSE and MAE in steps)."""
         import numpy as np
@@ -210,7 +240,6 @@ class ProgressTrainer:
             TrainingArguments,
         )
 
-        from leanloop.ml.device import detect_hardware
         from leanloop.retrieval.encoder import load_pretrained
         from leanloop.trainer.plots import plot_curves
 
@@ -238,30 +267,9 @@ class ProgressTrainer:
             error = predicted - actual
             return {"mse": float(np.mean(error**2)), "mae": float(np.mean(np.abs(error)))}
 
-        hardware = detect_hardware()
         work = self.output_dir / "checkpoints"
         steps_per_epoch = max(1, math.ceil(len(training) / self.batch_size))
-        args = TrainingArguments(
-            output_dir=str(work),
-            learning_rate=self.learning_rate,
-            per_device_train_batch_size=self.batch_size,
-            per_device_eval_batch_size=self.batch_size,
-            num_train_epochs=self.epochs,
-            weight_decay=0.01,
-            eval_strategy="epoch",
-            save_strategy="epoch",
-            save_only_model=True,
-            save_total_limit=1,
-            load_best_model_at_end=True,
-            metric_for_best_model="mse",
-            greater_is_better=False,  # lower validation MSE is better
-            logging_strategy="steps",
-            logging_steps=max(1, steps_per_epoch // 4),
-            report_to="none",
-            seed=self.seed,
-            use_cpu=hardware.device == "cpu",
-            bf16=hardware.bf16,
-        )
+        args = TrainingArguments(**self.training_arguments(work, steps_per_epoch))
         trainer = Trainer(
             model=model,
             args=args,

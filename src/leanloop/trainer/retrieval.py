@@ -4,6 +4,7 @@ consolidation, configured by a ``TrainingConfig``, and evaluates it (R@1, R@10, 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import difflib
 import json
 import logging
@@ -12,11 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic.dataclasses import dataclass
 
 from leanloop.configfile import read_config_file
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
+from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.models import latest_checkpoint
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 
@@ -28,14 +31,15 @@ _SOURCE = "training config"
 _PRECISIONS = ("32-true", "32", "16-mixed", "16-true", "bf16-mixed", "bf16-true", "64-true", "64")
 
 
-class TrainingConfig(BaseModel):
-    """Everything ``RetrievalTrainer`` needs; the field names are LeanDojo-v2's.
+@dataclass(config=ConfigDict(extra="forbid", validate_assignment=True))
+class TrainingConfig:
+    """Everything ``RetrievalTrainer`` needs, as a dataclass (``dataclasses.asdict`` and
+    ``dataclasses.replace`` work); the field names are LeanDojo-v2's. Values are checked when
+    the config is made or changed.
 
     Defaults train the packaged MiniLM encoder on a CPU; ``precision`` left unset means fp32 on
     a CPU and bf16 on a GPU that supports it.
     """
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     # curriculum
     run_progressive_training: bool = Field(
@@ -115,12 +119,6 @@ class TrainingConfig(BaseModel):
     seed: int = 3407
     output_dir: Path = Path("outputs/retriever")
 
-    def __init__(self, **data: Any) -> None:
-        try:
-            super().__init__(**data)
-        except ValidationError as exc:
-            raise _config_error(exc, _SOURCE) from None
-
     @field_validator("precision")
     @classmethod
     def _check_precision(cls, value: str | None) -> str | None:
@@ -168,18 +166,22 @@ class TrainingConfig(BaseModel):
     def from_json(cls, file_path: str | Path) -> TrainingConfig:
         return cls.from_dict(read_config_file(file_path), str(file_path))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON/YAML values (paths as strings)."""
+        return TypeAdapter(TrainingConfig).dump_python(self, mode="json")
+
     def to_yaml(self, file_path: str | Path) -> Path:
         import yaml
 
         path = Path(file_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.model_dump(mode="json"), sort_keys=False))
+        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
         return path
 
     def to_json(self, file_path: str | Path) -> Path:
         path = Path(file_path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.model_dump(mode="json"), indent=2) + "\n")
+        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
         return path
 
     # -- derived settings ------------------------------------------------------------------------
@@ -204,8 +206,9 @@ class TrainingConfig(BaseModel):
 def _config_error(exc: ValidationError, source: str) -> LeanloopError:
     error = exc.errors()[0]
     field = ".".join(str(p) for p in error.get("loc", ())) or "?"
-    if error.get("type") == "extra_forbidden":
-        close = difflib.get_close_matches(field, TrainingConfig.model_fields, n=1)
+    if error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
+        names = [f.name for f in dataclasses.fields(TrainingConfig)]
+        close = difflib.get_close_matches(field, names, n=1)
         hint = f"did you mean '{close[0]}'?" if close else "see TrainingConfig for the fields"
         return LeanloopError(f"{source}: unknown field '{field}'", hint=hint)
     message = error.get("msg", "invalid value").removeprefix("Value error, ")
@@ -213,6 +216,22 @@ def _config_error(exc: ValidationError, source: str) -> LeanloopError:
         f"{source}: field '{field}': {message} (got {error.get('input')!r})",
         hint="fix the value or leave the field out to use its default",
     )
+
+
+def _explained(validated_init):
+    """``TrainingConfig.__init__`` reporting a bad field as a ``LeanloopError`` naming it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            validated_init(self, *args, **kwargs)
+        except ValidationError as exc:
+            raise _config_error(exc, _SOURCE) from None
+
+    __init__.__doc__ = validated_init.__doc__
+    return __init__
+
+
+TrainingConfig.__init__ = _explained(TrainingConfig.__init__)  # type: ignore[method-assign]
 
 
 class RetrievalTrainer(CurriculumTrainer):
@@ -227,8 +246,15 @@ class RetrievalTrainer(CurriculumTrainer):
     ``metrics.json`` and ``training_curves.png``. ``callbacks`` are extra Lightning callbacks.
     """
 
-    def __init__(self, config: TrainingConfig | None = None, *, callbacks: Sequence = ()) -> None:
+    def __init__(
+        self,
+        config: TrainingConfig | None = None,
+        *,
+        callbacks: Sequence = (),
+        hardware: Hardware | None = None,
+    ) -> None:
         self.config = config or TrainingConfig()
+        self.hardware = hardware
         self.output_dir = Path(self.config.output_dir)
         self.callbacks = list(callbacks)
         self.data_path: Path | None = None
@@ -254,10 +280,36 @@ class RetrievalTrainer(CurriculumTrainer):
         self.data_path = Path(data_path)
         return super().train(repos, database, data_path)
 
-    def _hardware(self):
-        from leanloop.ml.device import detect_hardware
+    def _hardware(self) -> Hardware:
+        """The device to train on: ``hardware`` if given, else what is present; ``num_gpus=0``
+        keeps training on the CPU even where CUDA is present."""
+        hardware = self.hardware or detect_hardware()
+        if hardware.device == "cuda" and self.config.num_gpus == 0:
+            return detect_hardware(force_cpu=True)
+        return hardware
 
-        return detect_hardware()
+    def device_arguments(self) -> dict[str, Any]:
+        """Lightning's accelerator, devices, strategy and precision for this config and device:
+        fp32 on a CPU; on CUDA ``num_gpus`` devices (DDP for more than one) and bf16 where the
+        GPU has it; an explicit ``precision`` always wins."""
+        config = self.config
+        hardware = self._hardware()
+        strategy: Any = "auto"
+        devices = 1
+        if hardware.device == "cuda":
+            devices = max(1, config.num_gpus)
+            if devices > 1:
+                from datetime import timedelta
+
+                from lightning.pytorch.strategies import DDPStrategy
+
+                strategy = DDPStrategy(timeout=timedelta(seconds=config.timeout_seconds))
+        return {
+            "accelerator": hardware.lightning_accelerator,
+            "devices": devices,
+            "strategy": strategy,
+            "precision": config.precision or hardware.lightning_precision,
+        }
 
     def _lightning_trainer(self, work_dir: Path, has_val: bool):
         import lightning.pytorch as pl
@@ -265,7 +317,6 @@ class RetrievalTrainer(CurriculumTrainer):
         from lightning.pytorch.loggers import CSVLogger
 
         config = self.config
-        hardware = self._hardware()
         callbacks: list = [LearningRateMonitor(logging_interval="step")]
         monitors_val = config.checkpoint_monitor.endswith("_val")
         if has_val or not monitors_val:
@@ -296,21 +347,8 @@ class RetrievalTrainer(CurriculumTrainer):
 
             callbacks.append(HardNegativeMining())
         callbacks.extend(self.callbacks)
-        strategy: Any = "auto"
-        devices: Any = 1
-        if hardware.device == "cuda":
-            devices = max(1, config.num_gpus)
-            if devices > 1:
-                from datetime import timedelta
-
-                from lightning.pytorch.strategies import DDPStrategy
-
-                strategy = DDPStrategy(timeout=timedelta(seconds=config.timeout_seconds))
         return pl.Trainer(
-            accelerator=hardware.lightning_accelerator,
-            devices=devices,
-            strategy=strategy,
-            precision=config.precision or hardware.lightning_precision,
+            **self.device_arguments(),
             max_epochs=config.max_epochs,
             max_steps=config.max_steps,
             max_time=config.max_time,
