@@ -125,6 +125,9 @@ def test_two_repositories_full_model(tiny_dir, sample_dir, tmp_path, monkeypatch
     assert not same_weights(saved[0], initial)
     assert not same_weights(saved[1], saved[0])
     assert same_weights(saved[1], weights(trainer.model))
+    # as with LeanDojo-v2, output_dir itself loads as the newest model
+    assert same_weights(weights(AutoModelForCausalLM.from_pretrained(out)), saved[1])
+    assert AutoTokenizer.from_pretrained(out).get_vocab() == trainer.tokenizer.get_vocab()
     reloaded_tok = AutoTokenizer.from_pretrained(checkpoints[1])
     messages = PromptFormat().prompt("⊢ True")
     assert reloaded_tok.apply_chat_template(
@@ -179,6 +182,13 @@ def test_two_repositories_lora_adapter(tiny_dir, sample_dir, tmp_path, monkeypat
     assert same_weights(starts[1], adapters[0])  # repository 2 continued the same adapter
     assert not same_weights(adapters[1], adapters[0])
     assert same_weights(adapters[1], weights(trainer.model, "lora_"))
+    # output_dir itself holds the newest adapter, loadable with PEFT as LeanDojo-v2 users do
+    assert (out / "adapter_model.safetensors").samefile(
+        checkpoints[1] / "adapter_model.safetensors"
+    )
+    assert not (out / "model.safetensors").exists()
+    mirrored = PeftModel.from_pretrained(load_causal_lm(tiny_dir).model, out)
+    assert same_weights(weights(mirrored, "lora_"), adapters[1])
     base_after = {k: v for k, v in weights(trainer.model).items() if "lora_" not in k}
     assert same_weights(base_before, base_after)  # LoRA leaves the base weights alone
     assert lora.base_model_name_or_path is None  # the caller's config was not modified

@@ -3,7 +3,9 @@ the repositories seen so far, train on it, and save a checkpoint before moving o
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,9 +29,39 @@ class CurriculumStep:
     checkpoint_dir: Path
 
 
+#: Names the files ``mirror_checkpoint`` placed in an output directory.
+MIRROR_FILE = ".leanloop-mirrored"
+
+
 def checkpoint_name(index: int, repository: Repository) -> str:
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", repository.name).strip("-") or "repo"
     return f"repo{index:02d}-{slug}-{repository.commit[:8]}"
+
+
+def mirror_checkpoint(checkpoint_dir: Path, output_dir: Path) -> None:
+    """Make ``output_dir`` itself load as the newest checkpoint, as LeanDojo-v2's trainers left
+    it (``from_pretrained(output_dir)``): each file at the top of ``checkpoint_dir`` is linked
+    into ``output_dir`` (copied where links are not possible), each replaced atomically; files
+    mirrored from an older checkpoint that the new one lacks are removed."""
+    manifest = output_dir / MIRROR_FILE
+    before = set(manifest.read_text().split("\n")) if manifest.is_file() else set()
+    names = sorted(p.name for p in checkpoint_dir.iterdir() if p.is_file())
+    for name in names:
+        target = output_dir / name
+        if target.is_dir():
+            continue
+        temporary = output_dir / f".{name}.mirror"
+        temporary.unlink(missing_ok=True)
+        try:
+            os.link(checkpoint_dir / name, temporary)
+        except OSError:
+            shutil.copy2(checkpoint_dir / name, temporary)
+        os.replace(temporary, target)
+    for stale in before - set(names) - {""}:
+        path = output_dir / stale
+        if path.is_file() and stale != LATEST_FILE:
+            path.unlink()
+    write_text_atomic(manifest, "\n".join(names) + "\n")
 
 
 class CurriculumTrainer(ABC):
@@ -37,7 +69,8 @@ class CurriculumTrainer(ABC):
 
     Subclasses implement ``train_step`` (train on ``step.dataset_dir`` and save to
     ``step.checkpoint_dir``). After each repository ``output_dir/LATEST`` names the newest
-    checkpoint, so a failure later loses nothing already trained.
+    checkpoint, so a failure later loses nothing already trained, and the newest checkpoint's
+    files are also mirrored at the top of ``output_dir`` (see ``mirror_checkpoint``).
     """
 
     output_dir: Path
@@ -62,6 +95,7 @@ class CurriculumTrainer(ABC):
             )
             self.train_step(step)
             write_text_atomic(output_dir / LATEST_FILE, step.checkpoint_dir.name + "\n")
+            mirror_checkpoint(step.checkpoint_dir, output_dir)
             checkpoints.append(step.checkpoint_dir)
         return checkpoints
 
