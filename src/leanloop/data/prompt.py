@@ -64,6 +64,8 @@ class PromptFormat(BaseModel):
             if not text or _FENCE.match(text):
                 continue
             text = text.removeprefix("tactic:").strip()
+            if not text:  # a bare "tactic:" label: the tactic, if any, is on a later line
+                continue
             if is_sorry_tactic(text):
                 return None
             return text

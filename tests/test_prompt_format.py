@@ -1,0 +1,179 @@
+"""PromptFormat: the system / user / assistant examples built from traced steps, and the parsing of
+replies, on hand-built LeanDojo-style steps and on the real sample."""
+
+from __future__ import annotations
+
+import pytest
+
+from leanloop.data.prompt import DEFAULT_SYSTEM_PROMPT, PromptFormat, first_line
+from leanloop.data.records import Theorem, TracedTactic
+from tests.helpers import sample_theorems, with_sorry
+
+REF = {
+    "full_name": "Nat.add_comm",
+    "def_path": ".lake/packages/lean4/src/lean/Init/Data/Nat/Basic.lean",
+    "def_pos": [138, 19],
+    "def_end_pos": [138, 27],
+}
+REF2 = {**REF, "full_name": "Nat.succ_le", "def_pos": [40, 9], "def_end_pos": [40, 20]}
+
+
+def step(tactic: str, annotated: str | None = None, refs=(), state: str = "n : ℕ\n⊢ n = n"):
+    """A traced step as LeanDojo writes it: ``annotated_tactic`` is ``[text, [premise, ...]]``."""
+    return TracedTactic.model_validate(
+        {
+            "tactic": tactic,
+            "annotated_tactic": [tactic if annotated is None else annotated, list(refs)],
+            "state_before": state,
+            "state_after": "no goals",
+        }
+    )
+
+
+def theorem(*steps: TracedTactic, name: str = "Test.thm") -> Theorem:
+    return Theorem(
+        url="https://github.com/example/lean-test",
+        commit="0123456789abcdef0123456789abcdef01234567",
+        file_path="Test/Basic.lean",
+        full_name=name,
+        start=(1, 1),
+        end=(5, 10),
+        traced_tactics=steps,
+    )
+
+
+def roles(messages: list[dict[str, str]]) -> list[str]:
+    return [m["role"] for m in messages]
+
+
+def test_system_prompt_is_the_lean4_one_tactic_instruction():
+    text = DEFAULT_SYSTEM_PROMPT
+    assert "Lean 4" in text
+    assert "exactly one Lean 4 tactic" in text and "on one line" in text
+    assert "Do not use sorry or admit" in text
+    assert "tactic only" in text and "⊢" in text  # how to read the state, what to reply
+    messages = PromptFormat().prompt("⊢ True")
+    assert roles(messages) == ["system", "user"]
+    assert messages[0]["content"] == text
+    custom = PromptFormat(system="Prove it.")
+    assert custom.prompt("⊢ True")[0] == {"role": "system", "content": "Prove it."}
+    rows = list(custom.examples([theorem(step("trivial", state="⊢ True"))]))
+    assert rows[0]["prompt"][0]["content"] == "Prove it."
+    with pytest.raises(Exception):  # noqa: B017 - frozen: one format shared by all users
+        custom.system = "changed"
+
+
+def test_user_text_is_the_state_without_premise_marks():
+    state = "  h : <a>Nat.succ</a> n ≤ m\n⊢ <a>Nat.add</a> n 1 ≤ m  \n"
+    messages = PromptFormat().prompt(state)
+    assert messages[1] == {"role": "user", "content": "h : Nat.succ n ≤ m\n⊢ Nat.add n 1 ≤ m"}
+    rows = list(PromptFormat().examples([theorem(step("simp", state=state))]))
+    assert rows[0]["prompt"] == messages
+    assert rows[0]["state"] == state  # the recorded state travels along unchanged
+
+
+def test_assistant_text_has_no_premise_marks():
+    annotated = "rw [<a>Nat.add_comm</a>, <a>Nat.succ_le</a>]"
+    plain = step("rw [Nat.add_comm, Nat.succ_le]", annotated, [REF, REF2])
+    assert [p.full_name for p in plain.premises] == ["Nat.add_comm", "Nat.succ_le"]
+    # a step whose recorded tactic still carries the marks (the annotated text as tactic)
+    marked = step(annotated, annotated, [REF, REF2])
+    fmt = PromptFormat()
+    rows = list(fmt.examples([theorem(plain, marked)]))
+    assert len(rows) == 2
+    for row in rows:
+        assert row["completion"] == [
+            {"role": "assistant", "content": "rw [Nat.add_comm, Nat.succ_le]"}
+        ]
+        assert row["tactic"] == "rw [Nat.add_comm, Nat.succ_le]"
+        assert roles(row["prompt"] + row["completion"]) == ["system", "user", "assistant"]
+    assert fmt.completion("exact <a>foo</a> <a>bar</a>") == [
+        {"role": "assistant", "content": "exact foo bar"}
+    ]
+
+
+def test_multi_line_tactic_teaches_its_first_line():
+    tactic = "have h : n + 1 = 1 + n := by\n  rw [Nat.add_comm]\n  rfl"
+    annotated = "have h : n + 1 = 1 + n := by\n    rw [<a>Nat.add_comm</a>]\n    rfl"
+    blank_first = "\n  constructor\n  · exact h"
+    rows = list(
+        PromptFormat().examples([theorem(step(tactic, annotated, [REF]), step(blank_first))])
+    )
+    assert [r["completion"][0]["content"] for r in rows] == [
+        "have h : n + 1 = 1 + n := by",
+        "constructor",
+    ]
+    assert [r["tactic"] for r in rows] == ["have h : n + 1 = 1 + n := by", "constructor"]
+    assert PromptFormat().completion("  simp at h\n  exact h") == [
+        {"role": "assistant", "content": "simp at h"}
+    ]
+    assert first_line("\n \n  a  \nb") == "a" and first_line(" \n\t") == ""
+
+
+def test_sorry_admit_and_empty_steps_are_skipped():
+    kept = ["intro n", "exact sorry_lemma n", "simp [Foo.admit]", "exact h.admitted"]
+    skipped = ["sorry", "exact sorry", "admit", "have h : n = n := by\n  sorry", "  \n  "]
+    steps = [step(t) for t in (skipped[0], kept[0], skipped[1], kept[1], skipped[2])]
+    steps += [step(t) for t in (kept[2], skipped[3], kept[3], skipped[4])]
+    rows = list(PromptFormat().examples([theorem(*steps)]))
+    assert [r["tactic"] for r in rows] == kept
+    assert all(r["full_name"] == "Test.thm" for r in rows)
+
+
+def test_a_real_theorem_with_its_proof_replaced_by_sorry_gives_nothing(sample_dir):
+    real = next(t for t in sample_theorems(sample_dir) if t.num_steps >= 2)
+    fmt = PromptFormat()
+    assert len(list(fmt.examples([real]))) == real.num_steps
+    assert list(fmt.examples([with_sorry(real)])) == []
+
+
+def test_parse_reads_the_tactic_of_a_reply():
+    fmt = PromptFormat()
+    assert fmt.parse("simp at h") == "simp at h"
+    assert fmt.parse("\n  exact h  \nrfl") == "exact h"
+    assert fmt.parse("```lean4\nnorm_num\n```") == "norm_num"
+    assert fmt.parse("```\n\nomega\n```") == "omega"
+    assert fmt.parse("tactic: ring") == "ring"
+    # a bare label: the tactic is on the next line, never an empty tactic
+    assert fmt.parse("tactic:\nlinarith") == "linarith"
+    for reply in ("", "  \n", "```lean\n```", "tactic:", "sorry", "tactic: admit", "exact sorry"):
+        assert fmt.parse(reply) is None, reply
+    assert fmt.parse("exact sorry_lemma") == "exact sorry_lemma"
+
+
+def test_examples_from_the_real_sample(sample_dir):
+    theorems = sample_theorems(sample_dir)
+    steps = [(t, s) for t in theorems for s in t.traced_tactics]
+    assert len(steps) == 435
+    fmt = PromptFormat()
+    rows = list(fmt.examples(theorems))
+    assert len(rows) == 435  # the sample has no sorry step
+    multi_line = 0
+    for row, (thm, traced) in zip(rows, steps, strict=True):
+        assert row["full_name"] == thm.full_name and row["state"] == traced.state_before
+        assert row["prompt"] == [
+            {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+            {"role": "user", "content": traced.state_before.strip()},
+        ]
+        (assistant,) = row["completion"]
+        text = assistant["content"]
+        assert assistant["role"] == "assistant" and text == row["tactic"]
+        assert text and "\n" not in text and text == text.strip()
+        assert "<a>" not in text and "</a>" not in text
+        assert "<a>" not in row["prompt"][1]["content"]
+        assert fmt.parse(text) == text  # what is taught is what the provers read back
+        first = traced.tactic.strip().splitlines()[0].strip()
+        assert text == first
+        # the annotated text (premise marks, source indentation) gives the same first line
+        annotated_first = first_line(traced.annotated_tactic.plain_text)
+        assert " ".join(text.split()) == " ".join(annotated_first.split())
+        if "\n" in traced.tactic.strip():
+            multi_line += 1
+            assert text != traced.tactic and traced.tactic.startswith(text)
+    assert multi_line == 43
+    marked = [s for _, s in steps if "<a>" in s.annotated_tactic.text]
+    assert len(marked) == 256  # the marks are there to strip
+    tail = [
+        r["tactic"] for r in rows if r["full_name"] == "Batteries.BinomialHeap.Imp.Heap.WF.tail?"
+    ]
+    assert "match eq₂ : s.deleteMin le, eq with" in tail  # not the "| some (a, tl), ..." arm
