@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,15 @@ def test_scorer_reproduces_the_reported_error(trained, rows_path, monkeypatch):
     assert float((raw - actual).abs().mean()) <= metrics["mae"] + 1e-3
 
 
+def test_a_broken_model_is_never_read_as_done(trained):
+    _, _, out = trained
+    scorer = ProgressScorer(out)
+    with torch.no_grad():
+        for parameter in scorer.model.parameters():
+            parameter.fill_(float("nan"))
+    assert scorer.predict_batch([("⊢ True", None, "trivial")] * 2) == [math.inf, math.inf]
+
+
 def test_scorer_errors(tmp_path, monkeypatch, encoder):
     monkeypatch.delenv(MODEL_ENV, raising=False)
     with pytest.raises(LeanloopError, match=f"{MODEL_ENV} is not set"):
@@ -187,3 +197,121 @@ def test_unreachable_model_names_the_offline_encoder(tmp_path, rows_path, monkey
 def test_from_database_refuses_an_empty_database(tmp_path):
     with pytest.raises(LeanloopError, match="no traced proof"):
         ProgressTrainer.from_database(DynamicDatabase(tmp_path / "e.db"), tmp_path / "p.jsonl")
+
+
+def test_steps_remaining_counts_the_steps_after_each_step(rows_path, sample_dir):
+    rows = read_progress_rows(rows_path)
+    by_theorem: dict[str, list[dict]] = {}
+    for row in rows:
+        by_theorem.setdefault(row["theorem"], []).append(row)
+    proofs = [t for t in sample_theorems(sample_dir) if t.traced_tactics]
+    assert len(proofs) == len(by_theorem) == 85  # the 92 term-mode proofs give no row
+    for theorem in proofs:
+        mine = by_theorem[str(theorem.key)]
+        tactics = [s.tactic for s in theorem.traced_tactics]
+        assert [r["tactic"] for r in mine] == tactics
+        for index, row in enumerate(mine):
+            assert row["steps_remaining"] == len(tactics[index + 1 :]), theorem.full_name
+            assert row["prefix"] == "\n".join(tactics[:index])
+        assert mine[-1]["steps_remaining"] == 0 and theorem.traced_tactics[-1].closes_goal
+
+
+OTHER = "https://github.com/example/lean-progress-other"
+TERMS = "https://github.com/example/lean-terms-only"
+
+
+@pytest.fixture(scope="module")
+def two_repo_db(tmp_path_factory, sample_dir):
+    """The real sample, plus a repository holding copies of six short real proofs and one sorry
+    proof, plus a repository whose theorems are all term-mode proofs (no tactics)."""
+    from leanloop.data.records import Repository
+    from tests.helpers import renamed, with_sorry
+
+    theorems = sample_theorems(sample_dir)
+    short = [t for t in theorems if 2 <= t.num_steps <= 4][:6]
+    other = [renamed(t, "_other", url=OTHER, commit="c0ffee") for t in short]
+    other.append(with_sorry(renamed(short[0], "_sorry", url=OTHER, commit="c0ffee")))
+    terms = [renamed(t, "_term", url=TERMS, commit="7e57") for t in theorems if not t.num_steps]
+    db = DynamicDatabase(tmp_path_factory.mktemp("db2") / "two.db")
+    db.import_leandojo(sample_dir)
+    db.add_repository(Repository(url=OTHER, commit="c0ffee"), other)
+    db.add_repository(Repository(url=TERMS, commit="7e57"), terms[:5])
+    return db, sum(t.num_steps for t in short)
+
+
+def repository(db: DynamicDatabase, url: str):
+    return next(r for r in db.repositories if r.url == url)
+
+
+def test_repositories_filter_keeps_only_their_rows(two_repo_db, tmp_path):
+    db, other_steps = two_repo_db
+    assert 6 * 2 <= other_steps <= 6 * 4
+    mathlib = repository(db, "https://github.com/leanprover-community/mathlib4")
+    other, terms = repository(db, OTHER), repository(db, TERMS)
+
+    def rows_of(repositories) -> list[dict]:
+        path = tmp_path / f"rows{len(list(tmp_path.iterdir()))}.jsonl"
+        count = build_progress_dataset(db, path, repositories)
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert len(rows) == count
+        return rows
+
+    everything = rows_of(None)
+    assert len(everything) == 435 + other_steps  # the sorry proof gives no row
+    only_other = rows_of([other])
+    assert len(only_other) == other_steps
+    assert all(r["theorem"].startswith(OTHER + "::") for r in only_other)
+    assert not any("_sorry" in r["theorem"] for r in everything)
+    only_mathlib = rows_of([(mathlib.url, mathlib.commit)])  # a (url, commit) pair works too
+    assert len(only_mathlib) == 435
+    assert all(r["theorem"].startswith(mathlib.url + "::") for r in only_mathlib)
+    assert rows_of([mathlib, other]) == everything
+    assert rows_of([terms]) == []
+    with pytest.raises(LeanloopError, match="no traced proof"):
+        ProgressTrainer.from_database(db, tmp_path / "terms.jsonl", repositories=[terms])
+
+
+def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp_path, monkeypatch):
+    db, other_steps = two_repo_db
+    out = tmp_path / "model"
+    data = tmp_path / "other.jsonl"
+    trainer = ProgressTrainer.from_database(
+        db,
+        data,
+        repositories=[repository(db, OTHER)],
+        model_name=str(encoder),
+        output_dir=out,
+        max_length=48,
+        batch_size=8,
+        epochs=2,
+        learning_rate=1e-3,
+        seed=3,
+    )
+    rows = read_progress_rows(data)
+    assert trainer.data_path == data and len(rows) == other_steps
+    metrics = trainer.train()
+    assert metrics["train_rows"] + metrics["eval_rows"] == other_steps
+    assert len(metrics["history"]) == 2
+    assert metrics["mse"] == pytest.approx(min(h["mse"] for h in metrics["history"]), rel=1e-5)
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    assert json.loads((out / METRICS_FILE).read_text())["mse"] == metrics["mse"]
+    assert not (out / "checkpoints").exists()
+
+    goal, tactic = rows[0]["goal"], rows[0]["tactic"]
+    direct = ProgressScorer(out)
+    value = direct.predict(goal, "", tactic)
+    assert isinstance(value, float) and math.isfinite(value) and value >= 0
+    # the scorer clips at 0 with max(), which would also turn a NaN into 0: check the raw output
+    encoded = direct.tokenizer([progress_text(goal, "", tactic)], return_tensors="pt")
+    with torch.no_grad():
+        raw = direct.model(**encoded.to(direct.device)).logits
+    assert raw.shape == (1, 1) and bool(torch.isfinite(raw).all())
+    assert value == pytest.approx(max(0.0, float(raw) * direct.std + direct.mean), abs=1e-4)
+    assert direct.mean == pytest.approx(metrics["steps_mean"])
+    monkeypatch.setenv(MODEL_ENV, str(out))
+    from_env = ProgressScorer()
+    assert from_env.path == out
+    assert from_env.predict(goal, "", tactic) == pytest.approx(value, abs=1e-5)
+    batch = from_env.predict_batch([(r["goal"], r["prefix"], r["tactic"]) for r in rows])
+    assert len(batch) == other_steps and all(math.isfinite(v) and v >= 0 for v in batch)
+    assert len({round(v, 4) for v in batch}) > 1  # the prediction depends on the input

@@ -4,6 +4,7 @@ after a tactic, loaded from ``$LEANPROGRESS_MODEL`` or a path, for the server an
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -104,9 +105,15 @@ class ProgressScorer:
             ).to(self.device)
             with torch.no_grad():
                 scaled = self.model(**encoded).logits.squeeze(-1).float().cpu()
-            results.extend(max(0.0, float(v) * self.std + self.mean) for v in scaled)
+            results.extend(_steps(float(v) * self.std + self.mean) for v in scaled)
         return results
 
 
 #: LeanDojo-v2's name for the scorer.
 LeanProgressScorer = ProgressScorer
+
+
+def _steps(value: float) -> float:
+    """A prediction as a number of steps: never below 0; a non-finite output (a broken model)
+    is infinitely far from done rather than clipped to "done"."""
+    return max(0.0, value) if math.isfinite(value) else math.inf
