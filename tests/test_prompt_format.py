@@ -133,6 +133,7 @@ def test_parse_reads_the_tactic_of_a_reply():
     assert fmt.parse("\n  exact h  \nrfl") == "exact h"
     assert fmt.parse("```lean4\nnorm_num\n```") == "norm_num"
     assert fmt.parse("```\n\nomega\n```") == "omega"
+    assert fmt.parse("``` lean\nsimp\n```") == "simp"  # a space before the language
     assert fmt.parse("tactic: ring") == "ring"
     # a bare label: the tactic is on the next line, never an empty tactic
     assert fmt.parse("tactic:\nlinarith") == "linarith"

@@ -17,7 +17,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "that makes progress on the goal. Do not use sorry or admit. Reply with the tactic only."
 )
 
-_FENCE = re.compile(r"^```[\w-]*\s*$")
+_FENCE = re.compile(r"^```\s*[\w-]*\s*$")
 
 
 class PromptFormat(BaseModel):
