@@ -240,11 +240,13 @@ def test_a_failure_keeps_what_was_trained(tiny_dir, sample_dir, tmp_path, monkey
         trainer.train(repos, database, tmp_path / "data")
     first = latest_checkpoint(out)
     assert first is not None and first.name.startswith("repo00-")
-    assert [p.name for p in out.iterdir() if not p.name.startswith(".")] == sorted(
-        ["LATEST", first.name]
-    )
+    # no half-written checkpoint of the second repository
+    assert [p.name for p in out.iterdir() if p.is_dir()] == [first.name]
+    assert (out / "LATEST").is_file()
     reloaded = weights(AutoModelForCausalLM.from_pretrained(first))
     assert same_weights(reloaded, weights(trainer.model))
+    # output_dir itself still loads as the first repository's model
+    assert same_weights(weights(AutoModelForCausalLM.from_pretrained(out)), reloaded)
 
 
 def test_packaged_base_model_keeps_its_name(sample_dir, tmp_path):
