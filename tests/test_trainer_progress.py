@@ -116,6 +116,7 @@ def test_scorer_reproduces_the_reported_error(trained, rows_path, monkeypatch):
     trainer, metrics, out = trained
     monkeypatch.setenv(MODEL_ENV, str(out))
     scorer = ProgressScorer(batch_size=7)
+    assert scorer.max_length == 96  # texts are cut where they were cut in training
     _, evaluation = split_rows(read_progress_rows(rows_path), trainer.eval_ratio, trainer.seed)
     items = [(r["goal"], r["prefix"], r["tactic"]) for r in evaluation]
     predicted = scorer.predict_batch(items)
@@ -315,3 +316,25 @@ def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp
     batch = from_env.predict_batch([(r["goal"], r["prefix"], r["tactic"]) for r in rows])
     assert len(batch) == other_steps and all(math.isfinite(v) and v >= 0 for v in batch)
     assert len({round(v, 4) for v in batch}) > 1  # the prediction depends on the input
+
+
+def test_training_is_reproducible_whatever_ran_before(two_repo_db, encoder, tmp_path):
+    db, _ = two_repo_db
+    results = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)  # what earlier code left in the global generator
+        trainer = ProgressTrainer.from_database(
+            db,
+            tmp_path / "rows.jsonl",
+            repositories=[repository(db, OTHER)],
+            model_name=str(encoder),
+            output_dir=tmp_path / f"model{global_seed}",
+            max_length=48,
+            batch_size=8,
+            epochs=1,
+            learning_rate=1e-3,
+            seed=3,
+        )
+        results.append(trainer.train())
+    assert results[0]["mse"] == results[1]["mse"]
+    assert results[0]["history"] == results[1]["history"]

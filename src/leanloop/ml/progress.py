@@ -16,6 +16,7 @@ MODEL_ENV = "LEANPROGRESS_MODEL"
 #: Config attributes holding how targets were scaled for training: y' = (y - mean) / std.
 MEAN_KEY = "leanloop_steps_mean"
 STD_KEY = "leanloop_steps_std"
+MAX_LENGTH_KEY = "leanloop_max_length"  # the token limit the model was trained with
 
 
 def progress_text(goal: str, prefix: str | None, tactic: str) -> str:
@@ -67,8 +68,10 @@ class ProgressScorer:
         *,
         device: str | None = None,
         batch_size: int = 32,
-        max_length: int = 512,
+        max_length: int | None = None,
     ) -> None:
+        """``max_length`` defaults to the token limit the model was trained with (texts are cut
+        as in training), else 512."""
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -82,6 +85,8 @@ class ProgressScorer:
         self.mean = float(getattr(self.model.config, MEAN_KEY, 0.0))
         self.std = float(getattr(self.model.config, STD_KEY, 1.0)) or 1.0
         self.batch_size = batch_size
+        if max_length is None:
+            max_length = int(getattr(self.model.config, MAX_LENGTH_KEY, None) or 512)
         limit = getattr(self.model.config, "max_position_embeddings", None) or max_length
         self.max_length = min(max_length, int(limit))
 

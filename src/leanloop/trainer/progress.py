@@ -17,7 +17,7 @@ from leanloop.atomic import write_text_atomic
 from leanloop.data.records import TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
-from leanloop.ml.progress import MEAN_KEY, STD_KEY, progress_text
+from leanloop.ml.progress import MAX_LENGTH_KEY, MEAN_KEY, STD_KEY, progress_text
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +238,7 @@ class ProgressTrainer:
             DataCollatorWithPadding,
             Trainer,
             TrainingArguments,
+            set_seed,
         )
 
         from leanloop.retrieval.encoder import load_pretrained
@@ -248,6 +249,7 @@ class ProgressTrainer:
         tokenizer = load_pretrained(AutoTokenizer, self.model_name, what="tokenizer")
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        set_seed(self.seed)  # the regression head's initial weights are random
         model = load_pretrained(
             AutoModelForSequenceClassification,
             self.model_name,
@@ -289,6 +291,7 @@ class ProgressTrainer:
         final = trainer.evaluate()  # the kept (best) model
         setattr(trainer.model.config, MEAN_KEY, mean)
         setattr(trainer.model.config, STD_KEY, std)
+        setattr(trainer.model.config, MAX_LENGTH_KEY, max_length)
         trainer.save_model(str(self.output_dir))
         tokenizer.save_pretrained(self.output_dir)
         self.metrics = {
