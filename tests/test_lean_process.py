@@ -64,6 +64,8 @@ def test_timeout_kills_and_next_request_restarts(repl):
         repl.exchange({"cmd": "sleep"})
     assert time.monotonic() - started < 4
     assert not repl.alive
+    # states of the killed process are stale at once, not only after the restart
+    assert repl.generation == 2
     answer = repl.exchange({"cmd": "b"})
     assert answer["pid"] != pid and answer["count"] == 1 and repl.generation == 2
 

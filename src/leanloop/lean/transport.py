@@ -144,7 +144,7 @@ class ProcessTransport(Transport):
         self.memory_limit_mb = memory_limit_mb
         self.name = name
         self.poll_interval = poll_interval
-        self.generation = 0
+        self._starts = 0
         self.peak_memory_mb = 0.0
         self._process: subprocess.Popen | None = None
         self._lines: queue.Queue = queue.Queue()
@@ -156,6 +156,13 @@ class ProcessTransport(Transport):
     @property
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
+
+    @property
+    def generation(self) -> int:  # type: ignore[override]
+        """The running process's number; once it has stopped or died, already the number of
+        the next one, so proof states of a process that is gone are refused before a request
+        could reach its successor (which numbers its states afresh)."""
+        return self._starts if self.alive else self._starts + 1
 
     @property
     def pid(self) -> int | None:
@@ -184,7 +191,7 @@ class ProcessTransport(Transport):
             ) from None
         except OSError as exc:
             raise ServerStartError(f"cannot start the {self.name}: {exc}") from None
-        self.generation += 1
+        self._starts += 1
         process = self._process
         threading.Thread(target=self._pump_stdout, args=(process, self._lines), daemon=True).start()
         threading.Thread(target=self._pump_stderr, args=(process,), daemon=True).start()
