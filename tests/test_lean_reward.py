@@ -107,3 +107,55 @@ def test_reading_states_back():
     assert goal_to_source("⊢ True", declaration="theorem t") == "theorem t : True := by sorry"
     with pytest.raises(ValueError, match="no line starts with ⊢"):
         parse_goal("no goals")
+
+
+def lazy_restart_server():
+    """leanloop's server interface over a process that is replaced lazily: a tactic that times
+    out stops it, and the next request starts a new one whose states are numbered afresh."""
+    from leanloop.lean.errors import RequestTimeout
+    from leanloop.lean.server import LeanServer, ProofFinished, ProofState
+
+    class Server(LeanServer):
+        backend = "lazy"
+
+        def __init__(self):
+            super().__init__()
+            self.process, self.stopped, self.opened = 1, False, 0
+
+        @property
+        def generation(self):
+            return self.process
+
+        def _request(self):
+            if self.stopped:
+                self.process, self.stopped = self.process + 1, False
+
+        def open_sorries(self, code):
+            self._request()
+            self.opened += 1
+            return [ProofState(self.opened, ("⊢ x",), self.process, id(self))]
+
+        def run_tactic(self, state, tactic, *, goal=None):
+            self._own(state)
+            self._request()
+            if tactic == "loop":
+                self.stopped = True
+                raise RequestTimeout("the Lean REPL did not answer within 1 s")
+            return ProofFinished(state.id)
+
+        def start_proof(self, goal): ...
+        def start_theorem(self, theorem): ...
+        def check(self, code): ...
+        def close(self): ...
+
+    return Server()
+
+
+def test_states_of_a_replaced_process_are_recreated():
+    server = lazy_restart_server()
+    reward = LeanCheckedReward(server, failed=0.0)
+    assert reward(["exact trivial", "loop"], state=["⊢ True", "⊢ True"]) == [1.0, 0.0]
+    assert reward(["exact trivial"], state=["⊢ 1 = 1"]) == [1.0]  # the process is replaced here
+    # the cached state of "⊢ True" came from the old process: it is made again, not given up on
+    assert reward(["exact trivial"] * 3, state=["⊢ True"] * 3) == [1.0, 1.0, 1.0]
+    assert reward.stats.unavailable == 0 and server.opened == 3

@@ -101,18 +101,26 @@ class LeanCheckedReward:
         if tactic is None:
             self.stats.unparsable += 1
             return self.values["unparsable"]
-        start = self._start(state)
-        if start is None:
-            self.stats.unavailable += 1
-            return None
-        try:
-            result = self.server.run_tactic(start, tactic)
-        except RequestTimeout:
-            self.stats.failed += 1
-            return self.values["failed"]
-        except (ServerError, StaleStateError):
-            self.stats.unavailable += 1
-            return None
+        for attempt in range(2):
+            start = self._start(state)
+            if start is None:
+                self.stats.unavailable += 1
+                return None
+            try:
+                result = self.server.run_tactic(start, tactic)
+                break
+            except RequestTimeout:
+                self.stats.failed += 1
+                return self.values["failed"]
+            except StaleStateError:
+                # the process that made the state is gone: recreate the state once
+                self._starts.pop(state, None)
+                if attempt:
+                    self.stats.unavailable += 1
+                    return None
+            except ServerError:
+                self.stats.unavailable += 1
+                return None
         self.stats.checked += 1
         if isinstance(result, ProofFinished):
             self.stats.closed += 1
