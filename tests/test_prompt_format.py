@@ -171,6 +171,9 @@ def test_examples_from_the_real_sample(sample_dir):
         if "\n" in traced.tactic.strip():
             multi_line += 1
             assert text != traced.tactic and traced.tactic.startswith(text)
+        # the whole recorded tactic on one line, as the README of the sample says to compare
+        assert row["full_tactic"] == " ".join(traced.tactic.split())
+        assert row["full_tactic"] == " ".join(traced.annotated_tactic.plain_text.split())
     assert multi_line == 43
     marked = [s for _, s in steps if "<a>" in s.annotated_tactic.text]
     assert len(marked) == 256  # the marks are there to strip

@@ -106,7 +106,7 @@ def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_p
     for call in train_calls:
         n = len(call["completions"])
         assert n == 4
-        for column in ("state", "tactic", "full_name", "prompts"):
+        for column in ("state", "tactic", "full_tactic", "full_name", "prompts"):
             assert len(call[column]) == n, column
         for prompt, state, tactic in zip(
             call["prompts"], call["state"], call["tactic"], strict=True
@@ -230,6 +230,10 @@ def test_builtin_rewards():
     tactics = ["rw  [mul_comm]", "simp", "exact h"]
     completions = ["rw [mul_comm] ", [{"role": "assistant", "content": "simp only"}], "exact  h"]
     assert exact_match_reward(completions, tactic=tactics) == [1.0, 0.0, 1.0]
+    # a multi-line tactic: its first line (what is taught) and the whole of it both match
+    taught, whole = ["have h : p := by"] * 3, ["have h : p := by simp"] * 3
+    replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by rfl"]
+    assert exact_match_reward(replies, tactic=taught, full_tactic=whole) == [1.0, 1.0, 0.0]
     with pytest.raises(LeanloopError, match="needs the 'tactic' column"):
         exact_match_reward(completions)
     assert length_penalty(["x" * 10, "x" * 40, "x" * 120, "x" * 500]) == pytest.approx(

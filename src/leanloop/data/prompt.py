@@ -40,7 +40,9 @@ class PromptFormat(BaseModel):
 
     def examples(self, theorems: Iterable[Theorem]) -> Iterator[dict[str, Any]]:
         """Prompt/completion rows for every traced step (``sorry`` steps are skipped); the state
-        and the recorded tactic travel along as ``state`` and ``tactic`` columns."""
+        and the tactic taught travel along as ``state`` and ``tactic`` columns, and the whole
+        recorded tactic, whitespace collapsed to one line, as ``full_tactic`` (it differs from
+        ``tactic`` for multi-line tactics)."""
         for theorem in theorems:
             for step in theorem.traced_tactics:
                 if step.is_sorry:
@@ -53,6 +55,7 @@ class PromptFormat(BaseModel):
                     "completion": self.completion(tactic),
                     "state": step.state_before,
                     "tactic": tactic,
+                    "full_tactic": collapse_whitespace(strip_premise_marks(step.tactic)),
                     "full_name": theorem.full_name,
                 }
 
@@ -70,6 +73,11 @@ class PromptFormat(BaseModel):
                 return None
             return text
         return None
+
+
+def collapse_whitespace(text: str) -> str:
+    """``text`` on one line, each run of whitespace one space (how tactics are compared)."""
+    return " ".join(text.split())
 
 
 def first_line(text: str) -> str:

@@ -62,8 +62,22 @@ def load_steps(
     prompt_format: PromptFormat | None = None,
     max_steps: int | None = None,
 ) -> list[tuple[str, str]]:
-    """``(state, recorded tactic)`` for every usable step (``sorry`` steps skipped) of a split
+    """``(state, tactic taught)`` for every usable step (``sorry`` steps skipped) of a split
     file, of ``split`` in a dataset directory, or of theorems."""
+    return [
+        (row["state"], row["tactic"])
+        for row in load_rows(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+    ]
+
+
+def load_rows(
+    source: str | os.PathLike | Iterable[Theorem],
+    *,
+    split: str = "random/test",
+    prompt_format: PromptFormat | None = None,
+    max_steps: int | None = None,
+) -> list[dict[str, Any]]:
+    """The ``PromptFormat.examples`` rows of ``load_steps``' steps."""
     prompt_format = prompt_format or PromptFormat()
     if isinstance(source, str | os.PathLike):
         path = Path(source)
@@ -77,12 +91,12 @@ def load_steps(
         theorems: Iterable[Theorem] = LeanDojoDataset(path).iter_theorems()
     else:
         theorems = source
-    steps = []
+    rows = []
     for row in prompt_format.examples(theorems):
-        steps.append((row["state"], row["tactic"]))
-        if max_steps is not None and len(steps) >= max_steps:
+        rows.append(row)
+        if max_steps is not None and len(rows) >= max_steps:
             break
-    return steps
+    return rows
 
 
 def evaluate_tactics(
@@ -96,19 +110,22 @@ def evaluate_tactics(
     **generate_options: Any,
 ) -> TacticAccuracy:
     """Generate ``k`` tactics for each step's state and count exact matches (whitespace
-    collapsed) with the recorded tactic at rank 1 and within the first ``k``."""
+    collapsed) with the recorded tactic at rank 1 and within the first ``k``. A candidate
+    matches when it is the tactic taught (a multi-line tactic's first line) or the whole
+    recorded tactic written on one line."""
     if k < 1:
         raise LeanloopError(f"k={k}: evaluate at least one candidate")
-    steps = load_steps(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
-    states = [state for state, _ in steps]
+    rows = load_rows(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+    states = [row["state"] for row in rows]
     candidates = generator.generate_batch(states, k, **generate_options) if states else []
     top1 = topk = 0
-    for (_, expected), ranked in zip(steps, candidates, strict=True):
-        tactics = [c if isinstance(c, str) else c[0] for c in ranked[:k]]
-        if tactics and same_tactic(tactics[0], expected):
+    for row, ranked in zip(rows, candidates, strict=True):
+        accepted = {normalize_tactic(row["tactic"]), normalize_tactic(row["full_tactic"])}
+        tactics = [normalize_tactic(c if isinstance(c, str) else c[0]) for c in ranked[:k]]
+        if tactics and tactics[0] in accepted:
             top1 += 1
-        if any(same_tactic(t, expected) for t in tactics):
+        if any(t in accepted for t in tactics):
             topk += 1
-    result = TacticAccuracy(steps=len(steps), k=k, top1_hits=top1, topk_hits=topk)
+    result = TacticAccuracy(steps=len(rows), k=k, top1_hits=top1, topk_hits=topk)
     log.info("tactic accuracy: %s", result)
     return result

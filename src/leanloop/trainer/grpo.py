@@ -227,6 +227,7 @@ class GRPOTrainer(HFCurriculumTrainer):
             "prompt": example["prompt"],
             "state": example["state"],
             "tactic": example["tactic"],
+            "full_tactic": example["full_tactic"],
             "full_name": example["full_name"],
         }
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from leanloop.data.prompt import PromptFormat
+from leanloop.data.prompt import PromptFormat, collapse_whitespace
 from leanloop.data.records import is_sorry_tactic
 from leanloop.errors import LeanloopError
 
@@ -36,7 +36,7 @@ def completion_text(completion: Any) -> str:
 
 def normalize_tactic(text: str) -> str:
     """A tactic with its whitespace collapsed, for comparisons."""
-    return " ".join(text.split())
+    return collapse_whitespace(text)
 
 
 def reply_tactic(completion: Any, prompt_format: PromptFormat = _FORMAT) -> str | None:
@@ -85,9 +85,13 @@ length_penalty = LengthPenalty()
 
 
 def exact_match_reward(
-    completions: Sequence[Any], tactic: Sequence[str] | None = None, **kwargs: Any
+    completions: Sequence[Any],
+    tactic: Sequence[str] | None = None,
+    full_tactic: Sequence[str] | None = None,
+    **kwargs: Any,
 ) -> list[float]:
-    """1.0 when the reply's tactic equals the recorded ``tactic`` (whitespace collapsed)."""
+    """1.0 when the reply's tactic equals the ``tactic`` taught or, where the dataset has the
+    column, the whole recorded ``full_tactic`` (whitespace collapsed)."""
     if tactic is None:
         raise LeanloopError(
             "exact_match_reward needs the 'tactic' column",
@@ -97,10 +101,15 @@ def exact_match_reward(
         raise LeanloopError(
             f"exact_match_reward: {len(completions)} completions but {len(tactic)} tactics"
         )
+    if full_tactic is None or len(full_tactic) != len(tactic):
+        full_tactic = tactic
     rewards = []
-    for completion, expected in zip(completions, tactic, strict=True):
+    for completion, taught, whole in zip(completions, tactic, full_tactic, strict=True):
         proposed = reply_tactic(completion)
-        match = proposed is not None and normalize_tactic(proposed) == normalize_tactic(expected)
+        match = proposed is not None and normalize_tactic(proposed) in {
+            normalize_tactic(taught),
+            normalize_tactic(whole),
+        }
         rewards.append(1.0 if match else 0.0)
     return rewards
 
