@@ -374,3 +374,11 @@ def test_unreachable_postgres_is_a_clear_error():
         database.get_repositories()
     message = str(err.value)
     assert "not usable" in message and "secret" not in message and "\n" not in message
+
+
+def test_a_path_with_url_characters_is_a_path(tmp_path, sample_dir):
+    path = tmp_path / "odd?name%20.db"
+    db = DynamicDatabase(path)
+    db.import_leandojo(sample_dir)
+    assert path.is_file() and db.sqlite_path == path
+    assert not (tmp_path / "odd").exists()

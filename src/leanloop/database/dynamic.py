@@ -174,7 +174,10 @@ class DynamicDatabase:
             path.parent.mkdir(parents=True, exist_ok=True)
             created = True
         try:
-            with engines.translate_errors(self.url), self._get_engine().begin() as conn:
+            with (
+                engines.translate_errors(self.url),
+                engines.write_transaction(self._get_engine()) as conn,
+            ):
                 if self._schema_state(conn) == "empty":
                     metadata.create_all(conn)
                     conn.execute(

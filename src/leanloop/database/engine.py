@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from leanloop.errors import DatabaseError
 
@@ -21,7 +21,7 @@ def resolve_url(target: str | Path) -> URL:
     text = str(target)
     if "://" not in text:
         path = Path(text).expanduser().absolute()
-        return make_url(f"sqlite:///{path}")
+        return URL.create("sqlite", database=str(path))  # a path as it is: '?' and '%' too
     try:
         url = make_url(text)
     except sa.exc.ArgumentError:
@@ -66,7 +66,23 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:
 
 
 def _sqlite_on_begin(connection) -> None:
-    connection.exec_driver_sql("BEGIN")
+    # A write transaction takes SQLite's write lock at once, so a second writer waits for it
+    # (up to the busy timeout) instead of failing when its read lock cannot be upgraded.
+    immediate = connection.get_execution_options().get(WRITE_OPTION)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+#: Execution option marking a connection's transaction as one that writes.
+WRITE_OPTION = "leanloop_write"
+
+
+@contextlib.contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that writes: committed when the block ends, rolled back if it raises."""
+    with engine.connect() as conn:
+        conn.execution_options(**{WRITE_OPTION: True})
+        with conn.begin():
+            yield conn
 
 
 @contextlib.contextmanager
