@@ -206,6 +206,18 @@ def test_new_commit_adds_what_is_new_and_closes_sorries(db, sample_dir, tmp_path
     assert still_open == {("old", theorems[1].full_name), ("new", theorems[1].full_name)}
 
 
+def test_one_import_holding_two_commits_closes_sorries(db, sample_dir, tmp_path):
+    theorems = [t for t in sample_theorems(sample_dir) if t.traced_tactics][:4]
+    old_commit = [with_sorry(moved(t, url=OTHER, commit="old")) for t in theorems[:2]]
+    new_commit = [moved(t, url=OTHER, commit="new") for t in theorems]
+    root = write_dataset(tmp_path / "both", {"random/test": [*old_commit, *new_commit]})
+    counts = db.import_leandojo(root / "random" / "test.json")
+    assert counts.sorries_resolved == 2
+    old_repo = db.get_repository(OTHER, "old")
+    assert len(db.get_theorems(old_repo, status=TheoremStatus.SORRY_PROVED)) == 2
+    assert not db.get_sorry_theorems()
+
+
 def test_export_takes_latest_commit_and_keeps_split(db, sample_dir, tmp_path):
     theorems = sample_theorems(sample_dir)[:60]
     db.add_repository(

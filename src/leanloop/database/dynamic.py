@@ -305,7 +305,7 @@ class DynamicDatabase:
                     traced[repo_of_path.get(traced_path, default_repo)].append(traced_path)
                 for rid, paths in traced.items():
                     ingest.mark_traced(rid, paths)
-            for rid in set(repo_of_path.values()):
+            for rid in repo_ids.values():  # every commit read, also several of one repository
                 ingest.resolve_sorries(rid)
             return ingest.counts
 
