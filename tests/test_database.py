@@ -207,9 +207,9 @@ def test_new_commit_adds_what_is_new_and_closes_sorries(db, sample_dir, tmp_path
 
 
 def test_one_import_holding_two_commits_closes_sorries(db, sample_dir, tmp_path):
-    theorems = [t for t in sample_theorems(sample_dir) if t.traced_tactics][:4]
+    theorems = [t for t in sample_theorems(sample_dir) if t.traced_tactics][:2]
     old_commit = [with_sorry(moved(t, url=OTHER, commit="old")) for t in theorems[:2]]
-    new_commit = [moved(t, url=OTHER, commit="new") for t in theorems]
+    new_commit = [moved(t, url=OTHER, commit="new") for t in theorems[:2]]  # the same files
     root = write_dataset(tmp_path / "both", {"random/test": [*old_commit, *new_commit]})
     counts = db.import_leandojo(root / "random" / "test.json")
     assert counts.sorries_resolved == 2
