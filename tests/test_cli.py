@@ -152,6 +152,23 @@ def test_bad_split_size(capsys, sample_dir, tmp_path):
     assert_one_line_error(code, err, "more than 1")
     code, _, err = run(capsys, "db", "export", str(tmp_path / "o"), "--db", db, "--repo", "x/y")
     assert_one_line_error(code, err, "no repository 'x/y'")
+    for size, words in (("1.5", "a fraction must be below 1"), ("nan", "non-negative count")):
+        code, _, err = run(capsys, "db", "export", str(tmp_path / "o"), "--db", db, "--val", size)
+        assert_one_line_error(code, err, "--val", words)
+    assert not (tmp_path / "o").exists()  # nothing was exported, no split was stored
+
+
+def test_paths_that_cannot_be_written(capsys, sample_dir, tmp_path):
+    (tmp_path / "afile").write_text("the user's")
+    code, _, err = run(
+        capsys, "db", "import", str(sample_dir), "--db", str(tmp_path / "afile/x.db")
+    )
+    assert_one_line_error(code, err, "afile")
+    db = str(tmp_path / "x.db")
+    run(capsys, "db", "import", str(sample_dir), "--db", db)
+    code, _, err = run(capsys, "db", "export", str(tmp_path / "afile" / "out"), "--db", db)
+    assert_one_line_error(code, err, "afile")
+    assert (tmp_path / "afile").read_text() == "the user's"
 
 
 def test_download_with_local_archive_and_offline_failure(capsys, tmp_path, monkeypatch):

@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
         if exc.hint:
             err_console.print(f"  hint: {escape(exc.hint)}", highlight=False)
         return 1
+    except OSError as exc:  # a path the user gave that cannot be read or written
+        where = f" ({exc.filename})" if exc.filename else ""
+        err_console.print(
+            f"[bold red]error:[/] {escape((exc.strerror or str(exc)) + where)}", highlight=False
+        )
+        return 1
     except KeyboardInterrupt:
         err_console.print("interrupted", highlight=False)
         return 130

@@ -95,13 +95,12 @@ def export(
     from leanloop.errors import LeanloopError
 
     try:
-        config = SplitConfig(
-            val=int(val) if val >= 1 else val, test=int(test) if test >= 1 else test, seed=seed
-        )
+        config = SplitConfig(val=val, test=test, seed=seed)
     except ValidationError as exc:
         error = exc.errors()[0]
         raise LeanloopError(
-            f"--{error['loc'][0] if error['loc'] else 'val'}: {error['msg']}"
+            f"--{error['loc'][0] if error['loc'] else 'val'}: "
+            + error["msg"].removeprefix("Value error, ")
         ) from None
     database = open_database(db, must_exist=True)
     repositories = _select_repositories(database, repo)

@@ -18,6 +18,7 @@ on the seed and the data, never on the order theorems were added in.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter, defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Literal
@@ -39,7 +40,7 @@ class SplitConfig(BaseModel):
     @field_validator("val", "test")
     @classmethod
     def _check_size(cls, value: float | int) -> float | int:
-        if isinstance(value, bool) or value < 0:
+        if isinstance(value, bool) or not math.isfinite(value) or value < 0:
             raise ValueError("must be a fraction in [0, 1) or a non-negative count")
         if isinstance(value, float) and value >= 1:
             if value.is_integer():
