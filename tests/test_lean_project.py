@@ -94,11 +94,16 @@ def test_local_directory_as_it_is(repo):
 
 
 def test_local_directory_at_an_earlier_commit(repo, tmp_path):
-    root, first, _ = repo
+    root, first, second = repo
     project = open_project(root, commit=first, cache_dir=tmp_path / "cache")
     assert project.commit == first and project.root != root
     assert project.lean_files() == ["Demo.lean", "Demo/Basic.lean"]
     assert (root / "Demo" / "Extra.lean").exists()  # the user's checkout is untouched
+    # every commit of the directory is the same repository (so sorries close across commits)
+    later = open_project(root, commit=second, cache_dir=tmp_path / "cache")
+    as_is = open_project(root)
+    assert project.identity == later.identity == as_is.identity == str(root.absolute())
+    assert project.name == later.name == as_is.name == root.name
 
 
 def test_git_url_cloned_once_into_the_cache(repo, tmp_path):

@@ -44,11 +44,13 @@ class LeanProject:
     single_file: Path | None = None
     name: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    source: Path | None = None  # the directory named by the user, when ``root`` is a checkout of it
 
     @property
     def identity(self) -> str:
-        """The URL for a cloned project, else the absolute path."""
-        return self.url or str(self.single_file or self.root)
+        """The URL for a cloned project, else the absolute path the user gave (the same for
+        every commit of a local directory)."""
+        return self.url or str(self.single_file or self.source or self.root)
 
     @property
     def lean_version(self) -> str | None:
@@ -152,7 +154,14 @@ def _from_file(path: Path) -> LeanProject:
     )
 
 
-def _describe(root: Path, *, kind: str, url: str | None = None, commit: str | None) -> LeanProject:
+def _describe(
+    root: Path,
+    *,
+    kind: str,
+    url: str | None = None,
+    commit: str | None,
+    source: Path | None = None,
+) -> LeanProject:
     has_lakefile = any((root / f).is_file() for f in LAKEFILES)
     toolchain = _read_toolchain(root)
     if not has_lakefile and toolchain is None:
@@ -167,7 +176,7 @@ def _describe(root: Path, *, kind: str, url: str | None = None, commit: str | No
     packages, manifest_note = _read_manifest(root)
     if manifest_note:
         notes.append(manifest_note)
-    name = url.rstrip("/").removesuffix(".git").split("/")[-1] if url else root.name
+    name = url.rstrip("/").removesuffix(".git").split("/")[-1] if url else (source or root).name
     return LeanProject(
         root=root,
         kind=kind,
@@ -177,6 +186,7 @@ def _describe(root: Path, *, kind: str, url: str | None = None, commit: str | No
         packages=packages,
         name=name,
         notes=tuple(notes),
+        source=source,
     )
 
 
@@ -265,6 +275,7 @@ def _from_url(url: str, commit: str | None, cache: Path, *, local: bool = False)
                     kind="local" if local else "git",
                     url=_origin(url, local),
                     commit=resolved,
+                    source=Path(url) if local else None,
                 )
         staging = cache / f".{slug}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -279,7 +290,11 @@ def _from_url(url: str, commit: str | None, cache: Path, *, local: bool = False)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return _describe(
-        target, kind="local" if local else "git", url=_origin(url, local), commit=resolved
+        target,
+        kind="local" if local else "git",
+        url=_origin(url, local),
+        commit=resolved,
+        source=Path(url) if local else None,
     )
 
 
