@@ -235,6 +235,14 @@ def test_export_takes_latest_commit_and_keeps_split(db, sample_dir, tmp_path):
         for t in json.loads((tmp_path / "v2" / "random" / f"{s}.json").read_text())
     }
     assert commits == {"v2"}
+    # a curriculum may list the older commit last: the commit added last still wins
+    db.export_merged_data([(OTHER, "v2"), (OTHER, "v1")], tmp_path / "v3")
+    commits = {
+        t["commit"]
+        for s in ("train", "val", "test")
+        for t in json.loads((tmp_path / "v3" / "random" / f"{s}.json").read_text())
+    }
+    assert commits == {"v2"}
 
 
 def test_interrupted_import_leaves_database_as_it_was(db, sample_dir, tmp_path):

@@ -544,7 +544,7 @@ class DynamicDatabase:
 
         Theorems keep the split they were given by an earlier export (or an import with
         ``keep_splits``); new theorems are assigned by the seeded rules of ``split_config``.
-        Where a theorem is in several of the repositories, the last one listed wins.
+        Where a theorem is in several commits of a repository, the commit added last wins.
         """
         config = split_config or SplitConfig()
         with self.transaction() as conn:

@@ -47,9 +47,11 @@ class ExportReport:
 
 
 def _winners(conn: Connection, repo_ids: Sequence[int]) -> dict[str, int]:
-    """Theorem key -> id of the proven theorem exported for it; a repository later in
-    ``repo_ids`` wins over an earlier one (a newer commit replaces an older)."""
-    rank = {repo_id: i for i, repo_id in enumerate(repo_ids)}
+    """Theorem key -> id of the proven theorem exported for it. A key names a theorem of one
+    repository, so only commits of the same repository compete: the commit added to the
+    database last wins, whatever order the commits are listed in (a curriculum may list an
+    older commit after a newer one)."""
+    rank = {repo_id: repo_id for repo_id in repo_ids}  # ids grow in the order commits were added
     best: dict[str, tuple[int, int]] = {}
     query = sa.select(theorems.c.id, theorems.c.key, theorems.c.repository_id).where(
         theorems.c.repository_id.in_(list(repo_ids)),
