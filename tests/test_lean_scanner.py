@@ -257,3 +257,20 @@ def test_module_system_header():
         ("x", ("public",)),
     ]
     assert result.declarations[0].attributes == ("expose",)
+
+
+def test_a_declaration_after_in_on_the_same_line_and_lets_in_statements():
+    source = (
+        "open Nat in theorem a (n : ℕ) : n + 0 = n := by simp\n"
+        "theorem j : let x := 1; x = 1 := by intro x; rfl\n"
+        "theorem k : have h : 1 = 1 := rfl; True := by sorry\n"
+        "set_option maxHeartbeats 400 in theorem m : True := trivial\n"
+    )
+    found = scan(source)
+    assert [d.name for d in found.declarations] == ["a", "j", "k", "m"]
+    statements = {d.name: d.statement for d in found.declarations}
+    assert statements["a"] == "theorem a (n : ℕ) : n + 0 = n"
+    assert statements["j"] == "theorem j : let x := 1; x = 1"
+    assert statements["k"] == "theorem k : have h : 1 = 1 := rfl; True"
+    assert statements["m"] == "theorem m : True"
+    assert len(found.sorries) == 1

@@ -57,6 +57,7 @@ OTHER_COMMANDS = frozenset(
 )  # fmt: skip
 # Words after which a declaration's header (its statement) is over.
 _HEADER_ENDS = frozenset({":=", "where", "termination_by", "decreasing_by", "deriving"})
+_TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})  # each brings a `:=`
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
 _CLOSE = frozenset(_OPEN.values())
 THEOREM_KINDS = frozenset({"theorem", "lemma"})
@@ -187,6 +188,7 @@ class _Scanner:
         self.imports: list[str] = []
         self.declarations: list[Declaration] = []
         self._pending_in: Location | None = None
+        self._declaration_after_in = -1  # a declaration that follows `... in` on the same line
 
     def _depths(self) -> list[int]:
         """Bracket depth before each token."""
@@ -230,6 +232,13 @@ class _Scanner:
             in ("section", "@[", "instance", "notation", "attribute", "import")
         )
 
+    def _starts_declaration(self, index: int) -> bool:
+        """Whether token ``index`` begins a declaration (wherever it stands on its line)."""
+        token = self.tokens[index]
+        if token.kind is Kind.DOC or token.text == "@[" or token.text in DECLARATION_KEYWORDS:
+            return True
+        return token.text in MODIFIERS and self._modifies_declaration(index)
+
     def _next_command(self, index: int) -> int:
         """Index of the first command start after ``index`` (or the number of tokens)."""
         for j in range(index + 1, len(self.tokens)):
@@ -271,7 +280,7 @@ class _Scanner:
         i, n = 0, len(self.tokens)
         while i < n:
             token = self.tokens[i]
-            if not self._is_command_start(i):
+            if not self._is_command_start(i) and i != self._declaration_after_in:
                 i += 1
                 continue
             if (
@@ -294,6 +303,16 @@ class _Scanner:
             if self._pending_in is None:
                 self._pending_in = _loc(token)
             return stop
+        for k in range(i + 1, stop - 1):  # `open Nat in theorem ...` on one line
+            if (
+                self.tokens[k].text == "in"
+                and self.depth[k] == 0
+                and self._starts_declaration(k + 1)
+            ):
+                if self._pending_in is None:
+                    self._pending_in = _loc(token)
+                self._declaration_after_in = k + 1
+                return k + 1
         self._pending_in = None
         if keyword == "import":
             self.imports.extend(w for w in words if w not in ("runtime",))
@@ -428,9 +447,16 @@ class _Scanner:
         """End of the declaration header: before the first ':=', 'where', ... at bracket depth
         0, or a '|' that starts a line (a pattern-matching alternative)."""
         base = self.depth[i] if i < len(self.tokens) else 0
+        binding = 0  # `let`/`have` in the statement whose `:=` is still to come
         for j in range(i, stop):
             token = self.tokens[j]
             if self.depth[j] != base:
+                continue
+            if token.text in _TERM_BINDERS:
+                binding += 1
+                continue
+            if token.text == ":=" and binding:
+                binding -= 1
                 continue
             if token.text in _HEADER_ENDS or self._is_alternative(j, stop):
                 if j == 0:
