@@ -1,10 +1,10 @@
 """Turn a traced Lean project into records: theorems with their tactic steps (state before and
 after, premises used, marked in the tactic text), the premise corpus and the traced files.
 
-Positions become LeanDojo's convention (1-based columns). A step's state after is the state
-before the next step that starts after it ends (``no goals`` when there is none). A step's
-premises are the constants Lean reports as used that the tactic text names and whose definition
-is known (in the project or a scanned dependency).
+Positions become LeanDojo's convention (1-based columns). Lean's REPL reports the state before
+each step, not the state after; :func:`states_after` derives it from the tactic blocks of the
+source (see there). A step's premises are the constants Lean reports as used that the tactic
+text names and whose definition is known (in the project or a scanned dependency).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from leanloop.data.records import (
     TheoremStatus,
     TracedTactic,
 )
+from leanloop.data.states import states_after
 from leanloop.lean.lexer import Kind, tokenize
 from leanloop.lean.project import LeanProject
 from leanloop.lean.repl import TacticStep
@@ -81,21 +82,6 @@ def steps_of(declaration: Declaration, tactics: Iterable[TacticStep]) -> list[Ta
         if declaration.contains(t.line, t.column) and t.goals_before.strip() != NO_GOALS
     ]
     return sorted(inside, key=lambda t: (t.line, t.column, -t.end_line, -t.end_column))
-
-
-def states_after(steps: list[TacticStep]) -> list[str]:
-    after = []
-    for i, step in enumerate(steps):
-        following = next(
-            (
-                s.goals_before
-                for s in steps[i + 1 :]
-                if (s.line, s.column) >= (step.end_line, step.end_column)
-            ),
-            NO_GOALS,
-        )
-        after.append(following)
-    return after
 
 
 def _resolve(identifier: str, used: Iterable[str], context: Iterable[str]) -> str | None:
@@ -209,7 +195,7 @@ def theorem_records(
             skipped[declaration.full_name] = f"Lean reported an error: {failing[0].text[:200]}"
             continue
         steps = steps_of(declaration, file.tactics)
-        after = states_after(steps)
+        after = states_after(steps, file.source)
         context = _context(declaration)
         traced = tuple(
             TracedTactic(
