@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from pathlib import Path
@@ -34,6 +35,14 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def sample_dir(fixtures: Path) -> Path:
     return fixtures / "leandojo_benchmark_4"
+
+
+@pytest.fixture(scope="session")
+def transcripts(fixtures: Path) -> dict[str, dict]:
+    """The recorded Lean REPL transcripts by name (each: requests and Lean's responses)."""
+    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {t["name"]: t for t in rows}
 
 
 @pytest.fixture(autouse=True)

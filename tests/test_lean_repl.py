@@ -6,8 +6,6 @@ recorded answer.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from leanloop.lean.errors import LeanRequestError, StaleStateError
@@ -16,16 +14,6 @@ from leanloop.lean.repl import ReplClient, ReplServer, split_header
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed
 from leanloop.lean.transport import ReplayMismatch, ReplayTransport
 from leanloop.lean.verdict import Verdict
-
-
-def load_transcripts(fixtures):
-    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-@pytest.fixture(scope="module")
-def transcripts(fixtures):
-    return {t["name"]: t for t in load_transcripts(fixtures)}
 
 
 def replay(transcript) -> ReplayTransport:
@@ -39,11 +27,10 @@ def server_for(transcript) -> ReplServer:
     return ReplServer(replay(transcript))
 
 
-def test_every_transcript_passes_through_the_client(fixtures):
-    transcripts = load_transcripts(fixtures)
+def test_every_transcript_passes_through_the_client(transcripts):
     assert len(transcripts) >= 50
     answers = 0
-    for transcript in transcripts:
+    for transcript in transcripts.values():
         transport = replay(transcript)
         client = ReplClient(transport)
         for raw_request, raw_answer in zip(

@@ -3,8 +3,6 @@ and the reading of proof states back into Lean source."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from leanloop.errors import LeanloopError
@@ -12,12 +10,6 @@ from leanloop.lean.goals import goal_to_source, parse_goal
 from leanloop.lean.repl import ReplServer
 from leanloop.lean.transport import ReplayTransport
 from leanloop.trainer.lean_reward import LeanCheckedReward
-
-
-@pytest.fixture(scope="module")
-def transcripts(fixtures):
-    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
-    return {t["name"]: t for t in map(json.loads, path.read_text().splitlines())}
 
 
 def replayed(transcript, count=None):

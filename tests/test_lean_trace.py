@@ -3,8 +3,6 @@ recorded answers (the tracer's requests must equal the recorded ones)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from leanloop.data.leandojo import LeanDojoDataset
@@ -24,12 +22,6 @@ from leanloop.lean.trace import Tracer
 from leanloop.lean.transport import ReplayTransport, Transport
 
 
-@pytest.fixture(scope="module")
-def transcripts(fixtures):
-    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
-    return {t["name"]: t for t in map(json.loads, path.read_text().splitlines())}
-
-
 def traced_sources(transcripts):
     """File name -> (source, the recorded exchange elaborating it with allTactics)."""
     wanted = {
@@ -45,9 +37,10 @@ def traced_sources(transcripts):
     return files
 
 
-@pytest.fixture
-def project(tmp_path, transcripts):
-    root = tmp_path / "Demo"
+def demo_project(directory, transcripts):
+    """A Lake project in ``directory/Demo`` holding the recorded files, and the REPL exchanges
+    that traced them."""
+    root = directory / "Demo"
     root.mkdir()
     (root / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\n")
     (root / "lean-toolchain").write_text("leanprover/lean4:v4.33.0-rc2\n")
@@ -55,6 +48,11 @@ def project(tmp_path, transcripts):
     for name, (source, _) in files.items():
         (root / name).write_text(source)
     return open_project(root), [exchange for _, exchange in files.values()]
+
+
+@pytest.fixture
+def project(tmp_path, transcripts):
+    return demo_project(tmp_path, transcripts)
 
 
 def replaying(exchanges):

@@ -11,37 +11,21 @@ records for each kind of block."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from leanloop.data.records import NO_GOALS
 from leanloop.data.states import states_after
 from leanloop.data.traced import steps_of
-from leanloop.lean.project import open_project
 from leanloop.lean.repl import TacticStep
 from leanloop.lean.trace import Tracer
-from tests.test_lean_trace import replaying, traced_sources
-
-
-@pytest.fixture(scope="module")
-def transcripts(fixtures):
-    path = fixtures / "repl_transcripts" / "transcripts.jsonl"
-    return {t["name"]: t for t in map(json.loads, path.read_text().splitlines())}
+from tests.test_lean_trace import demo_project, replaying
 
 
 @pytest.fixture
 def traced(tmp_path, transcripts):
     """File name -> the file as traced from the REPL's recorded answers."""
-    root = tmp_path / "Demo"
-    root.mkdir()
-    (root / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage demo\n")
-    (root / "lean-toolchain").write_text("leanprover/lean4:v4.33.0-rc2\n")
-    files = traced_sources(transcripts)
-    for name, (source, _) in files.items():
-        (root / name).write_text(source)
-    exchanges = [exchange for _, exchange in files.values()]
-    trace = Tracer(open_project(root), server_factory=replaying(exchanges)).trace()
+    project, exchanges = demo_project(tmp_path, transcripts)
+    trace = Tracer(project, server_factory=replaying(exchanges)).trace()
     return {f.path: f for f in trace.files}
 
 
