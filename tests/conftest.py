@@ -45,6 +45,16 @@ def transcripts(fixtures: Path) -> dict[str, dict]:
     return {t["name"]: t for t in rows}
 
 
+@pytest.fixture(scope="session")
+def tiny_encoder(tmp_path_factory, sample_dir: Path) -> Path:
+    """A tiny BERT encoder with a word-piece vocabulary of the real sample, built once."""
+    from tests.helpers import sample_theorems
+    from tests.tiny_encoder import build_tiny_encoder, sample_texts
+
+    texts = sample_texts(sample_theorems(sample_dir))
+    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory, monkeypatch):
     """Keep tests away from the user's data, cache and database."""

@@ -14,7 +14,6 @@ from leanloop.retrieval.ewc import EWCState, diagonal_fisher
 from leanloop.retrieval.examples import retrieval_steps
 from leanloop.retrieval.model import CHECKPOINT_FILE, PremiseRetriever
 from tests.helpers import sample_theorems
-from tests.tiny_encoder import build_tiny_encoder, sample_texts
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +22,8 @@ def theorems(sample_dir):
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, theorems):
-    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", sample_texts(theorems))
+def tiny(tiny_encoder):
+    return tiny_encoder
 
 
 @pytest.fixture(scope="module")

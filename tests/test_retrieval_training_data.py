@@ -16,7 +16,6 @@ from leanloop.retrieval.examples import naming_steps, retrieval_steps
 from leanloop.retrieval.index import PremiseIndex
 from leanloop.retrieval.model import PremiseRetriever
 from tests.helpers import sample_theorems, write_dataset
-from tests.tiny_encoder import build_tiny_encoder, sample_texts
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +34,8 @@ def steps(theorems, corpus):
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory, theorems):
-    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", sample_texts(theorems))
+def tiny(tiny_encoder):
+    return tiny_encoder
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ from leanloop.trainer.progress import (
     split_rows,
 )
 from tests.helpers import sample_theorems
-from tests.tiny_encoder import build_tiny_encoder, sample_texts
 
 
 @pytest.fixture(scope="module")
@@ -37,9 +36,8 @@ def rows_path(tmp_path_factory, sample_db) -> Path:
 
 
 @pytest.fixture(scope="module")
-def encoder(tmp_path_factory, sample_dir) -> Path:
-    texts = sample_texts(sample_theorems(sample_dir))
-    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts)
+def encoder(tiny_encoder) -> Path:
+    return tiny_encoder
 
 
 class SpoilLastEpoch(TrainerCallback):

@@ -16,7 +16,6 @@ from leanloop.ml.models import latest_checkpoint, resolve_model
 from leanloop.retrieval.model import CHECKPOINT_FILE, PremiseRetriever
 from leanloop.trainer.retrieval import RetrievalTrainer, TrainingConfig
 from tests.helpers import moved, sample_theorems
-from tests.tiny_encoder import build_tiny_encoder, sample_texts
 
 REPO_A = Repository(url="https://github.com/example/lean-a", commit="a" * 40)
 REPO_B = Repository(url="https://github.com/example/lean-b", commit="b" * 40)
@@ -70,9 +69,8 @@ def tiny_config(encoder: Path, output_dir: Path, **changes) -> TrainingConfig:
 
 
 @pytest.fixture(scope="module")
-def encoder(tmp_path_factory, sample_dir) -> Path:
-    texts = sample_texts(sample_theorems(sample_dir))
-    return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts)
+def encoder(tiny_encoder) -> Path:
+    return tiny_encoder
 
 
 @pytest.fixture(scope="module")
