@@ -234,6 +234,8 @@ def test_builtin_rewards():
     taught, whole = ["have h : p := by"] * 3, ["have h : p := by simp"] * 3
     replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by rfl"]
     assert exact_match_reward(replies, tactic=taught, full_tactic=whole) == [1.0, 1.0, 0.0]
+    with pytest.raises(LeanloopError, match="3 tactics but 1 full tactics"):
+        exact_match_reward(replies, tactic=taught, full_tactic=whole[:1])
     with pytest.raises(LeanloopError, match="needs the 'tactic' column"):
         exact_match_reward(completions)
     assert length_penalty(["x" * 10, "x" * 40, "x" * 120, "x" * 500]) == pytest.approx(

@@ -300,7 +300,7 @@ def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp
     direct = ProgressScorer(out)
     value = direct.predict(goal, "", tactic)
     assert isinstance(value, float) and math.isfinite(value) and value >= 0
-    # the scorer clips at 0 with max(), which would also turn a NaN into 0: check the raw output
+    # the prediction is the raw output in steps (de-standardised), clipped at 0
     encoded = direct.tokenizer([progress_text(goal, "", tactic)], return_tensors="pt")
     with torch.no_grad():
         raw = direct.model(**encoded.to(direct.device)).logits

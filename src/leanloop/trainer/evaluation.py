@@ -15,7 +15,7 @@ from leanloop.data.leandojo import LeanDojoDataset
 from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
-from leanloop.trainer.rewards import normalize_tactic
+from leanloop.trainer.rewards import is_recorded_tactic
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class TacticAccuracy(BaseModel):
 
 def same_tactic(a: str, b: str) -> bool:
     """Whether two tactics are equal once whitespace is collapsed."""
-    return normalize_tactic(a) == normalize_tactic(b)
+    return is_recorded_tactic(a, b)
 
 
 def load_steps(
@@ -120,12 +120,12 @@ def evaluate_tactics(
     candidates = generator.generate_batch(states, k, **generate_options) if states else []
     top1 = topk = 0
     for row, ranked in zip(rows, candidates, strict=True):
-        accepted = {normalize_tactic(row["tactic"]), normalize_tactic(row["full_tactic"])}
-        tactics = [normalize_tactic(c if isinstance(c, str) else c[0]) for c in ranked[:k]]
-        if tactics and tactics[0] in accepted:
-            top1 += 1
-        if any(t in accepted for t in tactics):
-            topk += 1
+        hits = [
+            is_recorded_tactic(c if isinstance(c, str) else c[0], row["tactic"], row["full_tactic"])
+            for c in ranked[:k]
+        ]
+        top1 += bool(hits and hits[0])
+        topk += any(hits)
     result = TacticAccuracy(steps=len(rows), k=k, top1_hits=top1, topk_hits=topk)
     log.info("tactic accuracy: %s", result)
     return result

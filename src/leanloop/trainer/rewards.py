@@ -34,9 +34,13 @@ def completion_text(completion: Any) -> str:
     )
 
 
-def normalize_tactic(text: str) -> str:
-    """A tactic with its whitespace collapsed, for comparisons."""
-    return collapse_whitespace(text)
+def is_recorded_tactic(proposed: str, tactic: str, full_tactic: str | None = None) -> bool:
+    """Whether ``proposed`` is the recorded tactic, whitespace collapsed: the line taught
+    (``tactic``) or the whole recorded tactic (``full_tactic``, for multi-line ones)."""
+    written = collapse_whitespace(proposed)
+    return written == collapse_whitespace(tactic) or (
+        full_tactic is not None and written == collapse_whitespace(full_tactic)
+    )
 
 
 def reply_tactic(completion: Any, prompt_format: PromptFormat = _FORMAT) -> str | None:
@@ -101,15 +105,15 @@ def exact_match_reward(
         raise LeanloopError(
             f"exact_match_reward: {len(completions)} completions but {len(tactic)} tactics"
         )
-    if full_tactic is None or len(full_tactic) != len(tactic):
-        full_tactic = tactic
+    if full_tactic is not None and len(full_tactic) != len(tactic):
+        raise LeanloopError(
+            f"exact_match_reward: {len(tactic)} tactics but {len(full_tactic)} full tactics"
+        )
     rewards = []
-    for completion, taught, whole in zip(completions, tactic, full_tactic, strict=True):
+    for i, completion in enumerate(completions):
         proposed = reply_tactic(completion)
-        match = proposed is not None and normalize_tactic(proposed) in {
-            normalize_tactic(taught),
-            normalize_tactic(whole),
-        }
+        whole = full_tactic[i] if full_tactic is not None else None
+        match = proposed is not None and is_recorded_tactic(proposed, tactic[i], whole)
         rewards.append(1.0 if match else 0.0)
     return rewards
 
