@@ -51,16 +51,15 @@ def _winners(conn: Connection, repo_ids: Sequence[int]) -> dict[str, int]:
     repository, so only commits of the same repository compete: the commit added to the
     database last wins, whatever order the commits are listed in (a curriculum may list an
     older commit after a newer one)."""
-    rank = {repo_id: repo_id for repo_id in repo_ids}  # ids grow in the order commits were added
-    best: dict[str, tuple[int, int]] = {}
+    best: dict[str, tuple[int, int]] = {}  # key -> (repository id, theorem id)
     query = sa.select(theorems.c.id, theorems.c.key, theorems.c.repository_id).where(
         theorems.c.repository_id.in_(list(repo_ids)),
         theorems.c.status == TheoremStatus.PROVEN.value,
     )
     for theorem_id, key, repo_id in conn.execute(query):
         current = best.get(key)
-        if current is None or rank[repo_id] > current[0]:
-            best[key] = (rank[repo_id], theorem_id)
+        if current is None or repo_id > current[0]:  # ids grow as commits are added
+            best[key] = (repo_id, theorem_id)
     return {key: theorem_id for key, (_, theorem_id) in best.items()}
 
 

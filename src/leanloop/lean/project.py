@@ -270,13 +270,7 @@ def _from_url(url: str, commit: str | None, cache: Path, *, local: bool = False)
         if resolved is not None:
             target = cache / f"{slug}-{resolved[:12]}"
             if (target / ".git").exists() and _head(target) == resolved:
-                return _describe(
-                    target,
-                    kind="local" if local else "git",
-                    url=_origin(url, local),
-                    commit=resolved,
-                    source=Path(url) if local else None,
-                )
+                return _describe_checkout(target, url, resolved, local=local)
         staging = cache / f".{slug}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
         try:
@@ -289,17 +283,15 @@ def _from_url(url: str, commit: str | None, cache: Path, *, local: bool = False)
                 os.replace(staging, target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return _describe(
-        target,
-        kind="local" if local else "git",
-        url=_origin(url, local),
-        commit=resolved,
-        source=Path(url) if local else None,
-    )
+    return _describe_checkout(target, url, resolved, local=local)
 
 
-def _origin(url: str, local: bool) -> str | None:
-    return None if local else url
+def _describe_checkout(target: Path, url: str, commit: str, *, local: bool) -> LeanProject:
+    """A checkout in the cache: of a remote (identified by its URL) or of a local directory
+    (identified by the directory)."""
+    if local:
+        return _describe(target, kind="local", commit=commit, source=Path(url))
+    return _describe(target, kind="git", url=url, commit=commit)
 
 
 def _checkout(url: str, commit: str | None, staging: Path) -> str:
