@@ -17,12 +17,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from leanloop.lean.scanner import TERM_BINDERS
+
 _INACCESSIBLE = re.compile(r"✝[⁰¹²³⁴⁵⁶⁷⁸⁹]*")
 _NAMES = re.compile(r"^[^\s:()\[\]{}⟨⟩⦃⦄,]+(?: [^\s:()\[\]{}⟨⟩⦃⦄,]+)*$")
 _OPEN = "([{⟨⦃"
 _CLOSE = ")]}⟩⦄"
 # term-level binders whose ``:=`` belongs to them, not to a let-bound hypothesis
-_LET_KEYWORD = re.compile(r"(?<![\w.'])(?:let|have|letI|haveI|let_fun)(?![\w.'!?])")
+_LET_KEYWORD = re.compile(
+    r"(?<![\w.'])(?:" + "|".join(sorted(TERM_BINDERS, key=len, reverse=True)) + r")(?![\w.'!?])"
+)
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,8 @@ OTHER_COMMANDS = frozenset(
 )  # fmt: skip
 # Words after which a declaration's header (its statement) is over.
 _HEADER_ENDS = frozenset({":=", "where", "termination_by", "decreasing_by", "deriving"})
-_TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})  # each brings a `:=`
+#: Term-level binders, each bringing a `:=` of its own inside a statement or a type.
+TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
 _CLOSE = frozenset(_OPEN.values())
 THEOREM_KINDS = frozenset({"theorem", "lemma"})
@@ -452,7 +453,7 @@ class _Scanner:
             token = self.tokens[j]
             if self.depth[j] != base:
                 continue
-            if token.text in _TERM_BINDERS:
+            if token.text in TERM_BINDERS:
                 binding += 1
                 continue
             if token.text == ":=" and binding:
