@@ -3,7 +3,6 @@ training splits and print the statistics — configured by a ``RunConfig`` (YAML
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -39,9 +38,11 @@ class RunConfig(BaseModel):
     def resolved_source(self) -> Path:
         if self.source is not None:
             return self.source
-        fixtures = os.environ.get("LEANLOOP_FIXTURES")
-        if fixtures:
-            return Path(fixtures) / "leandojo_benchmark_4"
+        from leanloop.settings import Settings
+
+        fixtures = Settings.from_env().fixtures
+        if fixtures is not None:
+            return fixtures / "leandojo_benchmark_4"
         raise LeanloopError(
             "no dataset to run on",
             hint="pass --source DIR, set source: in the config, or set LEANLOOP_FIXTURES",

@@ -251,7 +251,9 @@ def _slug(url: str) -> str:
 
 def _auth_args(url: str) -> list[str]:
     """Extra git arguments carrying a GitHub token, only for github.com URLs and only if set."""
-    token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GITHUB_ACCESS_TOKEN")
+    from leanloop.settings import Settings
+
+    token = Settings.from_env().github_token
     if not token or "github.com" not in url:
         return []
     return ["-c", f"http.extraHeader=Authorization: Bearer {token}"]

@@ -61,7 +61,9 @@ class ToolchainReport:
 
 
 def elan_home() -> Path:
-    return Path(os.environ.get("ELAN_HOME") or Path.home() / ".elan")
+    from leanloop.settings import Settings
+
+    return Settings.from_env().elan_home
 
 
 def find_executable(name: str) -> Path | None:
@@ -118,8 +120,10 @@ def find_server(
     """The REPL (``kind="repl"``) or Pantograph (``"pantograph"``) executable: as configured (or
     ``$LEANLOOP_REPL`` / ``$LEANLOOP_PANTOGRAPH``), built inside the project's Lake packages, or
     on PATH."""
-    env_name = "LEANLOOP_REPL" if kind == "repl" else "LEANLOOP_PANTOGRAPH"
-    explicit = configured or os.environ.get(env_name)
+    from leanloop.settings import Settings
+
+    settings = Settings.from_env()
+    explicit = configured or (settings.repl if kind == "repl" else settings.pantograph)
     if explicit:
         path = Path(explicit).expanduser()
         return path if path.is_file() else None

@@ -36,7 +36,9 @@ def detect_hardware(*, force_cpu: bool | None = None) -> Hardware:
     import torch
 
     if force_cpu is None:
-        force_cpu = os.environ.get("LEANLOOP_DEVICE", "").lower() == "cpu"
+        from leanloop.settings import Settings
+
+        force_cpu = Settings.from_env().device == "cpu"
     if not force_cpu and torch.cuda.is_available():
         return Hardware("cuda", bf16=torch.cuda.is_bf16_supported(), gradient_checkpointing=True)
     return Hardware("cpu", bf16=False, gradient_checkpointing=False)

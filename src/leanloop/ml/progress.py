@@ -30,8 +30,10 @@ def progress_text(goal: str, prefix: str | None, tactic: str) -> str:
 
 def _model_directory(model_path: str | os.PathLike | None) -> Path:
     if model_path is None:
-        value = os.environ.get(MODEL_ENV, "").strip()
-        if not value:
+        from leanloop.settings import Settings
+
+        value = Settings.from_env().progress_model
+        if value is None:
             raise LeanloopError(
                 f"no progress model: ${MODEL_ENV} is not set",
                 hint=f"train one with ProgressTrainer and set {MODEL_ENV} to its output directory",
