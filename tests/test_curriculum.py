@@ -6,6 +6,7 @@ import random
 import pytest
 
 from leanloop.database.curriculum import (
+    CurriculumRow,
     Difficulty,
     log_difficulty,
     rank_repositories,
@@ -61,16 +62,26 @@ def test_rank_repositories_by_easy_share():
         (4, "termmode/repo", 0, "proven", 5),
     ]
     ranked, limits = rank_repositories(rows)
-    assert [r.name for r in ranked][:2] == ["easy/repo", "hard/repo"]
     easy = ranked[0]
     assert easy.counts[Difficulty.EASY] == 8 and easy.counts[Difficulty.HARD] == 2
     assert easy.easy_share == pytest.approx(0.8)
     term = next(r for r in ranked if r.name == "termmode/repo")
     assert term.counts == {"Unrated": 5}
-    assert limits is not None
+    # the rated proofs are nine of one step and ten of nine steps (sorries are not rated)
+    assert (limits.easy_max, limits.medium_max) == (1.0, 9.0)
+    hard = ranked[1]
+    assert hard.counts == {Difficulty.EASY: 1, Difficulty.MEDIUM: 10}
+    # no easy theorems: ordered by name
+    assert [r.name for r in ranked] == ["easy/repo", "hard/repo", "empty/repo", "termmode/repo"]
 
 
 def test_rank_with_no_data():
     assert rank_repositories([]) == ([], None)
     ranked, limits = rank_repositories([(1, "only/sorry", 3, "sorry", 4)])
     assert limits is None and ranked[0].counts == {Difficulty.HARD: 4}
+
+
+def test_rows_may_be_typed_or_plain_tuples():
+    typed = [CurriculumRow(7, "a/b", 2, "proven", 3), CurriculumRow(7, "a/b", 5, "proven", 1)]
+    plain = [tuple(row) for row in typed]
+    assert rank_repositories(typed) == rank_repositories(plain)

@@ -311,8 +311,18 @@ def test_curriculum(db, sample_dir):
     ordered = db.sort_repositories_by_difficulty()
     assert [r.commit for r in ordered] == ["e", "h"]
     ranked, limits = db.curriculum()
-    assert limits is not None
-    assert ranked[0][1].counts.get("Easy", 0) == len(easy)
+    steps = sorted(t.num_steps for t in easy + hard)
+    assert limits.easy_max == pytest.approx(numpy_percentile(steps, 33))
+    assert limits.medium_max == pytest.approx(numpy_percentile(steps, 67))
+    assert ranked[0][1].counts == {"Easy": len(easy)}
+    assert sum(ranked[1][1].counts.values()) == len(hard) and "Easy" not in ranked[1][1].counts
+
+
+def numpy_percentile(values, q):
+    rank = q / 100 * (len(values) - 1)
+    low = int(rank)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (rank - low) * (values[high] - values[low])
 
 
 def test_empty_database(db, tmp_path):

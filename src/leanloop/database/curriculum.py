@@ -9,6 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from leanloop.data.records import TheoremStatus
 
@@ -81,6 +82,16 @@ def thresholds(difficulties: Iterable[tuple[float | None, int]]) -> Thresholds |
     return Thresholds(weighted_percentile(counts, 33), weighted_percentile(counts, 67))
 
 
+class CurriculumRow(NamedTuple):
+    """How many theorems of a repository have a number of proof steps and a status."""
+
+    repository_id: int
+    name: str
+    num_steps: int
+    status: str
+    count: int
+
+
 @dataclass
 class RepositoryDifficulty:
     """How a repository's theorems fall into the difficulty categories."""
@@ -99,22 +110,24 @@ class RepositoryDifficulty:
 
 
 def rank_repositories(
-    rows: Iterable[tuple[int, str, int, str, int]], *, rate: float = 1.0
+    rows: Iterable[CurriculumRow | tuple[int, str, int, str, int]], *, rate: float = 1.0
 ) -> tuple[list[RepositoryDifficulty], Thresholds | None]:
-    """Order repositories, easiest first, from ``(repository_id, name, num_steps, status, count)``
-    rows (theorems grouped by steps and status)."""
-    rows = list(rows)
-    rated = [(log_difficulty(steps, status, rate=rate), n) for _, _, steps, status, n in rows]
+    """Order repositories, easiest first, from rows of theorems grouped by repository, number
+    of steps and status."""
+    rows = [CurriculumRow(*row) for row in rows]
+    rated = [(log_difficulty(r.num_steps, r.status, rate=rate), r.count) for r in rows]
     limits = thresholds(rated)
     repos: dict[int, RepositoryDifficulty] = {}
-    for (repo_id, name, _, _, count), (difficulty, _) in zip(rows, rated, strict=True):
-        entry = repos.setdefault(repo_id, RepositoryDifficulty(repo_id, name))
+    for row, (difficulty, _) in zip(rows, rated, strict=True):
+        entry = repos.get(row.repository_id)
+        if entry is None:
+            entry = repos[row.repository_id] = RepositoryDifficulty(row.repository_id, row.name)
         if difficulty is not None and math.isinf(difficulty):
             category: str = Difficulty.HARD
         elif limits is None or difficulty is None:
             category = "Unrated"
         else:
             category = limits.categorize(difficulty)
-        entry.counts[category] = entry.counts.get(category, 0) + count
+        entry.counts[category] = entry.counts.get(category, 0) + row.count
     ordered = sorted(repos.values(), key=lambda r: (-r.easy_share, r.name, r.repository_id))
     return ordered, limits

@@ -1,0 +1,143 @@
+"""Load records into the database inside the caller's transaction, in batches: a repository's
+traced records, or a whole LeanDojo-format dataset (its theorems, corpus and traced files)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+
+from sqlalchemy.engine import Connection
+
+from leanloop.data.leandojo.reader import LeanDojoDataset
+from leanloop.data.records import Repository, SourceFile, Theorem, TheoremKey
+from leanloop.database.ingest import Ingest, IngestCounts
+from leanloop.database.rows import key_digest
+from leanloop.errors import DataFormatError, LeanloopError
+
+Progress = Callable[[int, int | None], None]
+
+
+def _batches(items: Iterable, size: int) -> Iterable[list]:
+    batch: list = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def add_records(
+    conn: Connection,
+    repository: Repository,
+    theorems: Iterable[Theorem],
+    source_files: Iterable[SourceFile],
+    traced_files: Iterable[str],
+    *,
+    source: str | None,
+    batch_size: int,
+) -> IngestCounts:
+    """Add a repository at a commit with its theorems, corpus files and traced files."""
+    ingest = Ingest(conn, batch_size=batch_size)
+    repo_id = ingest.repository_id(repository, source=source)
+
+    def checked(theorem: Theorem) -> Theorem:
+        if theorem.key.repository != repository.identity or theorem.commit != repository.commit:
+            raise LeanloopError(
+                f"theorem {theorem.full_name} belongs to {theorem.url}@{theorem.commit}, "
+                f"not to {repository.url}@{repository.commit}"
+            )
+        return theorem
+
+    for batch in _batches(map(checked, theorems), batch_size):
+        ingest.add_theorems(repo_id, batch)
+    for batch in _batches(source_files, batch_size):
+        ingest.add_source_files(repo_id, batch)
+    ingest.mark_traced(repo_id, traced_files)
+    ingest.resolve_sorries(repo_id)
+    return ingest.counts
+
+
+def import_dataset(
+    conn: Connection,
+    dataset: LeanDojoDataset,
+    *,
+    keep_splits: bool,
+    progress: Progress | None,
+    batch_size: int,
+) -> IngestCounts:
+    """Add every theorem of ``dataset`` to the repository and commit it names, then its corpus
+    and traced files (to the repository of the theorems in the same file, else the one
+    ``metadata.json`` names); with ``keep_splits`` the dataset's split labels are stored."""
+    source = f"leandojo:{dataset.path}"
+    ingest = Ingest(conn, batch_size=batch_size)
+    seen: set[tuple[TheoremKey, str]] = set()
+    pending: dict[int, list[Theorem]] = defaultdict(list)
+    repo_of_path: dict[str, int] = {}
+    repo_ids: dict[tuple[str, str], int] = {}
+    labels: dict[tuple[str, str], str] = {}
+    waiting = 0
+    items = dataset.iter_theorem_items(dataset.theorem_files(all_schemes=keep_splits))
+    for done, item in enumerate(items, start=1):
+        key = item.key
+        ident = (key, str(item.raw.get("commit"))) if key is not None else None
+        if ident is None or ident not in seen:
+            theorem = item.parse()
+            key = theorem.key
+            seen.add((key, theorem.commit))
+            repo_id = repo_ids.get((theorem.url, theorem.commit))
+            if repo_id is None:
+                repo_id = ingest.repository_id(
+                    Repository(url=theorem.url, commit=theorem.commit), source=source
+                )
+                repo_ids[theorem.url, theorem.commit] = repo_id
+            repo_of_path.setdefault(theorem.file_path, repo_id)
+            pending[repo_id].append(theorem)
+            waiting += 1
+            if waiting >= batch_size:
+                for rid, batch in pending.items():
+                    ingest.add_theorems(rid, batch)
+                pending.clear()
+                waiting = 0
+        if keep_splits and item.source.scheme and item.source.split:
+            labels[key_digest(key), item.source.scheme] = item.source.split
+        if progress is not None:
+            progress(done, None)
+    for rid, batch in pending.items():
+        ingest.add_theorems(rid, batch)
+    ingest.add_split_labels(labels)
+
+    if dataset.corpus_path is not None or dataset.traced_files_path is not None:
+        default_repo = _dataset_repository(dataset, ingest, repo_of_path, source)
+        chunks: dict[int, list[SourceFile]] = defaultdict(list)
+        for source_file in dataset.iter_source_files():
+            rid = repo_of_path.get(source_file.path, default_repo)
+            chunks[rid].append(source_file)
+            if len(chunks[rid]) >= batch_size:
+                ingest.add_source_files(rid, chunks.pop(rid))
+        for rid, chunk in chunks.items():
+            ingest.add_source_files(rid, chunk)
+        traced: dict[int, list[str]] = defaultdict(list)
+        for traced_path in dataset.iter_traced_files():
+            traced[repo_of_path.get(traced_path, default_repo)].append(traced_path)
+        for rid, paths in traced.items():
+            ingest.mark_traced(rid, paths)
+    for rid in repo_ids.values():  # every commit read, also several of one repository
+        ingest.resolve_sorries(rid)
+    return ingest.counts
+
+
+def _dataset_repository(
+    dataset: LeanDojoDataset, ingest: Ingest, repo_of_path: dict[str, int], source: str
+) -> int:
+    repo = dataset.repository
+    if repo is not None:
+        return ingest.repository_id(repo, source=source)
+    if repo_of_path:
+        return next(iter(repo_of_path.values()))
+    raise DataFormatError(
+        dataset.path,
+        "cannot tell which repository the corpus belongs to",
+        hint="add metadata.json with from_repo {url, commit}, or import it with its theorems",
+    )
