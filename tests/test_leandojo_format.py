@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -59,15 +60,96 @@ def test_writer_is_atomic(sample_dir, tmp_path):
         raise RuntimeError("interrupted")
     assert (out / "random" / "train.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
 
 
-def test_writer_refuses_to_replace_foreign_directory(tmp_path):
-    precious = tmp_path / "mine"
-    precious.mkdir()
-    (precious / "notes.txt").write_text("keep me")
-    with pytest.raises(LeanloopError, match="refusing"), LeanDojoWriter(precious):
-        pass
-    assert (precious / "notes.txt").read_text() == "keep me"
+def _write_one(out: Path, theorem) -> None:
+    with LeanDojoWriter(out) as writer:
+        writer.write_theorem(
+            theorem_to_leandojo(theorem), {"random": "train", "novel_premises": "train"}
+        )
+
+
+def test_writer_replaces_only_the_dataset_entries(sample_dir, tmp_path):
+    theorems = sample_theorems(sample_dir)
+    out = tmp_path / "mine"
+    (out / "checkpoints").mkdir(parents=True)
+    (out / "checkpoints" / "model.bin").write_text("weights")
+    (out / "notes.txt").write_text("keep me")
+    (out / "README.md").write_text("my dataset")
+    inode = out.stat().st_ino
+    _write_one(out, theorems[0])
+    _write_one(out, theorems[1])  # and again, over the first export
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert (out / "README.md").read_text() == "my dataset"
+    assert (out / "checkpoints" / "model.bin").read_text() == "weights"
+    assert out.stat().st_ino == inode  # the directory itself never moves (safe for '.')
+    train = json.loads((out / "random" / "train.json").read_text())
+    assert [t["full_name"] for t in train] == [theorems[1].full_name]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [
+            "checkpoints",
+            "notes.txt",
+            "README.md",
+            "random",
+            "novel_premises",
+            "corpus.jsonl",
+            "traced_files.jsonl",
+        ]
+    )
+
+
+@pytest.mark.parametrize(
+    ("prepare", "named"),
+    [
+        (
+            lambda out: (out / "random").mkdir() or (out / "random" / "notes.txt").write_text("x"),
+            "notes.txt",
+        ),
+        (lambda out: (out / "random").mkdir() or (out / "random" / "keep").mkdir(), "keep"),
+        (lambda out: (out / "corpus.jsonl").mkdir(), "corpus.jsonl"),
+        (lambda out: (out / "random").write_text("a file"), "random"),
+    ],
+)
+def test_writer_refuses_entries_holding_something_else(sample_dir, tmp_path, prepare, named):
+    out = tmp_path / "out"
+    out.mkdir()
+    prepare(out)
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    with pytest.raises(LeanloopError, match=f"refusing.*{named}"):
+        _write_one(out, sample_theorems(sample_dir)[0])
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
+
+
+def test_stale_staging_of_killed_writers_is_removed(sample_dir, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "out"
+    out.mkdir()
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead_pid = int(gone.stdout)
+    stale = out / f".leanloop.{dead_pid}-0123456789ab.new"
+    (stale / "random").mkdir(parents=True)
+    (stale / "random" / "train.json").write_text("[]")
+    running = out / f".leanloop.{os.getppid()}-0123456789ab.new"  # a live writer's
+    running.mkdir()
+    legacy = tmp_path / ".out.0123456789ab.new"  # an older version's, beside the target
+    legacy.mkdir()
+    old = time.time() - 2 * 3600
+    os.utime(legacy, (old, old))
+    _write_one(out, sample_theorems(sample_dir)[0])
+    assert not stale.exists() and running.exists()
+    from leanloop.atomic import remove_stale_staging
+
+    assert remove_stale_staging(tmp_path) == [legacy] and not legacy.exists()
 
 
 def test_full_layout_round_trip(sample_dir, tmp_path):

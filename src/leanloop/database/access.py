@@ -4,6 +4,8 @@ are created by the first write, and opening or reading never changes anything.""
 from __future__ import annotations
 
 import contextlib
+import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,7 @@ class DatabaseAccess:
     def __init__(self, url: URL) -> None:
         self.url = url
         self._engine: Engine | None = None
-        self._schema_ready = False
+        self._schema_ready_in: object = None  # the file (inode) or server found ready
 
     @property
     def description(self) -> str:
@@ -45,7 +47,8 @@ class DatabaseAccess:
 
     def _schema_state(self, conn: Connection) -> str:
         """'ready', 'empty' (no tables yet); raises for a foreign or incompatible database."""
-        if self._schema_ready:
+        where = conn.info.get("inode", "server")
+        if self._schema_ready_in == where:
             return "ready"
         names = set(sa.inspect(conn).get_table_names())
         if meta.name not in names:
@@ -63,7 +66,7 @@ class DatabaseAccess:
                 f"{SCHEMA_VERSION}",
                 hint="open it with the leanloop version that created it",
             )
-        self._schema_ready = True
+        self._schema_ready_in = where
         return "ready"
 
     @contextlib.contextmanager
@@ -81,27 +84,83 @@ class DatabaseAccess:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Connection]:
-        """One write transaction: committed when the block ends, rolled back if it raises."""
+        """One write transaction: committed when the block ends, rolled back if it raises.
+
+        A SQLite file this call creates is removed again if the transaction fails, unless
+        another process wrote to it meanwhile.
+        """
         path = self.sqlite_path
-        created = False
-        if path is not None and not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            created = True
+        created = _create_new_file(path) if path is not None else None
         try:
-            with (
-                engines.translate_errors(self.url),
-                engines.write_transaction(self.engine()) as conn,
-            ):
+            with engines.translate_errors(self.url), self._write_transaction() as conn:
                 if self._schema_state(conn) == "empty":
                     metadata.create_all(conn)
                     conn.execute(
                         meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION))
                     )
-                    self._schema_ready = True
+                    self._schema_ready_in = conn.info.get("inode", "server")
                 yield conn
         except BaseException:
-            self._schema_ready = False
-            if created and path is not None:
+            self._schema_ready_in = None
+            if created is not None:
                 self.close()
-                path.unlink(missing_ok=True)
+                _remove_if_untouched(path, created)
             raise
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[Connection]:
+        """A write transaction on the file the path names now: a connection that still has a
+        file open that another process removed or replaced is dropped and opened again."""
+        path = self.sqlite_path
+        for attempt in range(3):
+            with engines.write_transaction(self.engine()) as conn:
+                if path is None or _same_file(path, conn.info.get("inode")):
+                    yield conn
+                    return
+            if attempt == 2:
+                raise DatabaseError(
+                    f"{path} keeps being removed or replaced by another process",
+                    hint="make sure only leanloop writes to this file",
+                )
+            self.close()  # the file was replaced: reconnect to the one the path names now
+
+
+def _same_file(path: Path, inode: int | None) -> bool:
+    try:
+        return inode is not None and path.stat().st_ino == inode
+    except OSError:
+        return False
+
+
+def _create_new_file(path: Path) -> int | None:
+    """Create the SQLite file if it does not exist yet; its inode when this call created it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
+    except FileExistsError:
+        return None
+    try:
+        return os.fstat(fd).st_ino
+    finally:
+        os.close(fd)
+
+
+def _remove_if_untouched(path: Path, inode: int) -> None:
+    """Remove a database file this process created if it still holds no table: nobody else
+    wrote to it (every write creates the tables first). The check and the removal happen
+    under SQLite's exclusive lock."""
+    try:
+        conn = sqlite3.connect(path, timeout=5, isolation_level=None)
+    except sqlite3.Error:
+        return
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if tables == 0 and _same_file(path, inode):
+            for leftover in (path, *(path.with_name(path.name + s) for s in ("-wal", "-shm"))):
+                leftover.unlink(missing_ok=True)
+        conn.execute("ROLLBACK")
+    except (sqlite3.Error, OSError):
+        pass  # locked or in use by someone else: it is theirs now
+    finally:
+        conn.close()

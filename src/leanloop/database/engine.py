@@ -1,9 +1,13 @@
-"""Turn a database URL or path into a SQLAlchemy engine, and database failures into clear errors."""
+"""Turn a database URL or path into a SQLAlchemy engine, take the write lock one writer at a time
+(saying what is waiting and why), and turn database failures into clear one-line errors."""
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,34 +16,77 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from leanloop.errors import DatabaseError
 
+log = logging.getLogger(__name__)
+
+#: How long a writer waits for another one to finish before giving up, and how often it says so.
+LOCK_TIMEOUT_S = 600.0
+LOCK_FIRST_NOTICE_S = 2.0
+LOCK_NOTICE_EVERY_S = 10.0
+#: The PostgreSQL advisory lock every leanloop writer takes (an arbitrary 63-bit constant).
+PG_WRITE_LOCK = 0x1EA7_100B
+#: SQLite's own busy timeout for statements (a reader waiting on a checkpoint, for example).
+_SQLITE_BUSY_MS = 60_000
+
+_SUPPORTED = ("sqlite", "postgresql")
+
 
 def resolve_url(target: str | Path) -> URL:
-    """A SQLAlchemy URL for ``target``: a URL as given, or a path to a SQLite file.
-
-    ``postgresql://`` without a driver uses psycopg (version 3) when psycopg2 is not installed.
-    """
+    """A SQLAlchemy URL for ``target``: a URL as given, or a path to a SQLite file (``~`` is
+    expanded). ``postgresql://`` without a driver uses psycopg (version 3) when psycopg2 is not
+    installed. Databases other than SQLite and PostgreSQL are refused."""
     text = str(target)
+    if not text.strip():
+        raise DatabaseError(
+            "the database is an empty string", hint="give a SQLite file path or a database URL"
+        )
     if "://" not in text:
         path = Path(text).expanduser().absolute()
         return URL.create("sqlite", database=str(path))  # a path as it is: '?' and '%' too
     try:
         url = make_url(text)
-    except sa.exc.ArgumentError:
-        raise DatabaseError(f"not a database URL: {text!r}") from None
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise DatabaseError(
+            f"not a database URL: {_hide_password(text)!r} ({exc})",
+            hint="e.g. postgresql://user@host:5432/name, or a SQLite file path",
+        ) from None
+    backend = url.get_backend_name()
+    if backend not in _SUPPORTED:
+        raise DatabaseError(
+            f"{describe(url)}: leanloop stores its data in SQLite or PostgreSQL, not {backend}",
+            hint="give a SQLite file path or a postgresql://user@host/name URL",
+        )
     if url.drivername in ("postgresql", "postgres"):
         driver = "psycopg2" if importlib.util.find_spec("psycopg2") else "psycopg"
         url = url.set(drivername=f"postgresql+{driver}")
+    if backend == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).expanduser()))
     return url
+
+
+def _hide_password(text: str) -> str:
+    scheme, sep, rest = text.partition("://")
+    credentials, at, host = rest.rpartition("@")
+    if not at or ":" not in credentials:
+        return text
+    return f"{scheme}{sep}{credentials.split(':', 1)[0]}:***@{host}"
 
 
 def describe(url: URL) -> str:
     return url.render_as_string(hide_password=True)
 
 
+def is_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite"
+
+
 def create(url: URL) -> Engine:
     kwargs: dict = {"future": True}
-    if url.get_backend_name() == "sqlite":
-        kwargs["connect_args"] = {"timeout": 60}
+    if is_sqlite(url):
+        kwargs["connect_args"] = {"timeout": _SQLITE_BUSY_MS / 1000}
+        if url.database not in (None, "", ":memory:"):
+            # a connection per use, closed after it: the last one to close folds the
+            # write-ahead log back into the file, which is then all there is on disk
+            kwargs["poolclass"] = sa.pool.NullPool
     else:
         kwargs["pool_pre_ping"] = True
     try:
@@ -51,25 +98,97 @@ def create(url: URL) -> Engine:
         ) from None
     except sa.exc.ArgumentError as exc:
         raise DatabaseError(f"cannot use {describe(url)}: {exc}") from None
-    if url.get_backend_name() == "sqlite":
+    if is_sqlite(url):
         sa.event.listen(engine, "connect", _sqlite_on_connect)
         sa.event.listen(engine, "begin", _sqlite_on_begin)
     return engine
 
 
-def _sqlite_on_connect(dbapi_connection, _record) -> None:
+def _sqlite_on_connect(dbapi_connection, record) -> None:
     # Let SQLAlchemy issue BEGIN itself so a transaction covers reads and writes alike.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
+    path = cursor.execute("PRAGMA database_list").fetchone()[2]
     cursor.close()
+    if path:
+        with contextlib.suppress(OSError):
+            record.info["inode"] = os.stat(path).st_ino  # which file this connection has open
 
 
 def _sqlite_on_begin(connection) -> None:
+    if not connection.get_execution_options().get(WRITE_OPTION):
+        connection.exec_driver_sql("BEGIN")
+        return
     # A write transaction takes SQLite's write lock at once, so a second writer waits for it
-    # (up to the busy timeout) instead of failing when its read lock cannot be upgraded.
-    immediate = connection.get_execution_options().get(WRITE_OPTION)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    # instead of failing when its read lock cannot be upgraded; waiting is said, not silent.
+    raw = connection.connection.dbapi_connection
+    if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        # write-ahead logging: readers go on while a writer works (kept in the file)
+        raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("PRAGMA busy_timeout=250")
+    try:
+        with _LockWait(connection) as wait:
+            while True:
+                try:
+                    raw.execute("BEGIN IMMEDIATE")
+                    return
+                except Exception as exc:  # sqlite3.OperationalError: database is locked
+                    if "locked" not in str(exc) and "busy" not in str(exc):
+                        raise
+                    wait.still_waiting()
+    finally:
+        raw.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_MS}")
+
+
+class _LockWait:
+    """Counts the time a writer waits for another one, logging a notice now and then, and
+    gives up with an error that says why after ``LOCK_TIMEOUT_S``."""
+
+    def __init__(self, connection) -> None:
+        self.what = describe(connection.engine.url)
+        self.started = time.monotonic()
+        self.noticed = 0.0
+
+    def __enter__(self) -> _LockWait:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        waited = time.monotonic() - self.started
+        if self.noticed and exc[0] is None:
+            log.warning(
+                "the other writer finished; writing to %s (waited %.0f s)", self.what, waited
+            )
+
+    def still_waiting(self, pause: float = 0.0) -> None:
+        waited = time.monotonic() - self.started
+        if waited >= LOCK_TIMEOUT_S:
+            raise DatabaseError(
+                f"database {self.what} stayed locked for {waited:.0f} s: another process is "
+                "writing to it (an import, an export or a trace)",
+                hint="wait until the other leanloop command finishes, or stop it, then run "
+                "this one again",
+            )
+        due = LOCK_NOTICE_EVERY_S if self.noticed else LOCK_FIRST_NOTICE_S
+        if waited - self.noticed >= due:
+            self.noticed = waited
+            log.warning(
+                "waiting for %s: another process is writing to it (%.0f s so far; leanloop "
+                "writes one transaction at a time)",
+                self.what,
+                waited,
+            )
+        if pause:
+            time.sleep(pause)
+
+
+def _pg_take_write_lock(conn: Connection) -> None:
+    """Serialise PostgreSQL writers (schema creation included) with one advisory lock held
+    until the transaction ends, as SQLite's write lock does."""
+    take = sa.text("SELECT pg_try_advisory_xact_lock(:key)")
+    with _LockWait(conn) as wait:
+        while not conn.execute(take, {"key": PG_WRITE_LOCK}).scalar():
+            wait.still_waiting(pause=0.25)
 
 
 #: Execution option marking a connection's transaction as one that writes.
@@ -78,11 +197,21 @@ WRITE_OPTION = "leanloop_write"
 
 @contextlib.contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
-    """A transaction that writes: committed when the block ends, rolled back if it raises."""
+    """A transaction that writes, holding the database's write lock: committed when the block
+    ends, rolled back if it raises."""
     with engine.connect() as conn:
         conn.execution_options(**{WRITE_OPTION: True})
         with conn.begin():
+            if not is_sqlite(engine.url):
+                _pg_take_write_lock(conn)
             yield conn
+
+
+def _reason(exc: sa.exc.DBAPIError) -> str:
+    return str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+
+
+_READ_ONLY = ("readonly database", "read-only transaction", "read only")
 
 
 @contextlib.contextmanager
@@ -90,9 +219,14 @@ def translate_errors(url: URL) -> Iterator[None]:
     """Re-raise driver-level failures as ``DatabaseError`` with one line of explanation."""
     try:
         yield
-    except sa.exc.OperationalError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-        raise DatabaseError(f"database {describe(url)} is not usable: {reason}") from None
-    except sa.exc.DatabaseError as exc:
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    except sa.exc.DBAPIError as exc:
+        reason = _reason(exc)
+        if any(marker in reason.lower() for marker in _READ_ONLY):
+            raise DatabaseError(
+                f"database {describe(url)} is read-only ({reason})",
+                hint="this command writes to the database (an export stores each theorem's "
+                "split there, so that it never changes); use a copy you can write to",
+            ) from None
+        if isinstance(exc, sa.exc.OperationalError):
+            raise DatabaseError(f"database {describe(url)} is not usable: {reason}") from None
         raise DatabaseError(f"database {describe(url)}: {reason}") from None

@@ -1,4 +1,5 @@
-"""Streaming writer of LeanDojo-format datasets that replaces the output directory atomically."""
+"""Streaming writer of LeanDojo-format datasets: the files of the dataset are written aside and
+then each replaces its old version in one step; nothing else in the output directory is touched."""
 
 from __future__ import annotations
 
@@ -9,23 +10,52 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
-from leanloop.atomic import replace_directory
+from leanloop.atomic import replace_entries
 from leanloop.data.leandojo.format import SCHEMES, SPLITS
+from leanloop.errors import LeanloopError
 
 # LeanDojo writes with ``json.dump`` defaults (ASCII escapes, ", " and ": " separators); the same
 # encoder makes files that compare byte for byte with LeanDojo's own.
 _encode = json.JSONEncoder().encode
 
 
-def looks_like_dataset(path: Path) -> bool:
-    return (path / "metadata.json").is_file() or any((path / s).is_dir() for s in SCHEMES)
+#: The files of a dataset besides the scheme directories.
+DATASET_FILES = ("corpus.jsonl", "traced_files.jsonl", "metadata.json")
+_SPLIT_FILES = frozenset(f"{split}.json" for split in SPLITS)
+
+
+def check_replaceable(entry: Path) -> None:
+    """Refuse to replace ``entry`` when it holds anything an export would not write back: a
+    scheme directory may hold only its split files, the other entries must be files."""
+    if entry.name in DATASET_FILES:
+        if entry.is_dir() or not entry.is_file():
+            raise LeanloopError(
+                f"refusing to replace {entry}: it is not a file",
+                hint="move it away or export to another directory",
+            )
+        return
+    if not entry.is_dir() or entry.is_symlink():
+        raise LeanloopError(
+            f"refusing to replace {entry}: it is not a directory of split files",
+            hint="move it away or export to another directory",
+        )
+    extra = sorted(p.name for p in entry.iterdir() if p.name not in _SPLIT_FILES or p.is_dir())
+    if extra:
+        shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+        raise LeanloopError(
+            f"refusing to replace {entry}: it holds {shown}, which the export does not write",
+            hint="move those away or export to another directory",
+        )
 
 
 class LeanDojoWriter:
     """Write a dataset: use as a context manager; the output appears only if the block succeeds.
 
     Theorems are written as they come (each split file is a JSON array built incrementally), so
-    memory does not grow with the size of the dataset.
+    memory does not grow with the size of the dataset. The output directory may hold other
+    things (notes, checkpoints, a database): only the dataset's own entries (the scheme
+    directories, ``corpus.jsonl``, ``traced_files.jsonl``, ``metadata.json``) are replaced, and a
+    scheme directory holding anything but split files is refused before anything is written.
     """
 
     def __init__(self, out_dir: str | Path, schemes: tuple[str, ...] = SCHEMES) -> None:
@@ -43,7 +73,7 @@ class LeanDojoWriter:
 
     def __enter__(self) -> LeanDojoWriter:
         self._staging = self._stack.enter_context(
-            replace_directory(self.out_dir, may_replace=looks_like_dataset)
+            replace_entries(self.out_dir, [*self.schemes, *DATASET_FILES], check=check_replaceable)
         )
         for scheme in self.schemes:
             (self._staging / scheme).mkdir()
