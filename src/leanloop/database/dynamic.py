@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+from leanloop.data.leandojo.format import SCHEMES
 from leanloop.data.leandojo.reader import LeanDojoDataset
 from leanloop.data.records import (
     Premise,
@@ -17,6 +18,7 @@ from leanloop.data.records import (
 from leanloop.database import engine as engines
 from leanloop.database import queries
 from leanloop.database.access import DatabaseAccess
+from leanloop.database.assign import forget_split_settings
 from leanloop.database.export import ExportReport, export_merged
 from leanloop.database.ingest import IngestCounts
 from leanloop.database.loader import add_records, import_dataset
@@ -166,10 +168,19 @@ class DynamicDatabase:
             rid = queries.repository_id(conn, (url, commit))
             conn.execute(repository_table.delete().where(repository_table.c.id == rid))
 
-    def reset_splits(self) -> int:
-        """Forget every split assignment (the next export assigns afresh); returns how many."""
+    def reset_splits(self, scheme: str | None = None) -> int:
+        """Forget the split assignments of ``scheme`` (or of every scheme) and the settings
+        that made them: the next export assigns afresh. Returns how many were forgotten."""
+        if scheme is not None and scheme not in SCHEMES:
+            raise LeanloopError(
+                f"unknown split scheme {scheme!r}", hint=f"one of: {', '.join(SCHEMES)}"
+            )
         with self.transaction() as conn:
-            return conn.execute(split_assignments.delete()).rowcount
+            query = split_assignments.delete()
+            if scheme is not None:
+                query = query.where(split_assignments.c.scheme == scheme)
+            forget_split_settings(conn, scheme)
+            return conn.execute(query).rowcount
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -250,10 +261,15 @@ class DynamicDatabase:
         """Write the LeanDojo-format dataset of the given repositories to ``output_path``.
 
         Theorems keep the split they were given by an earlier export (or an import with
-        ``keep_splits``); new theorems are assigned by the seeded rules of ``split_config``.
-        Where a theorem is in several commits of a repository, the commit added last wins.
+        ``keep_splits``); new theorems are placed by the seeded rules with the settings that
+        made the stored splits, or ``split_config`` (default ``SplitConfig()``) where there are
+        none; a ``split_config`` that differs from the stored settings is reported in the
+        report's warnings. Where a theorem is in several commits of a repository, the commit
+        added last wins; copies in other repositories (same file, name and position) are
+        written once and share one split. Settings that would leave train (or a split asked
+        for) empty are refused before anything is stored.
         """
-        config = split_config or SplitConfig()
+        config = split_config
         with self.transaction() as conn:
             resolved = queries.resolve_repositories(conn, list(repositories))
             if not resolved:

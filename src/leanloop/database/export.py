@@ -1,10 +1,9 @@
-"""Export the merged data of some repositories as a LeanDojo-format dataset, assigning splits to
-theorems that have none (within the caller's transaction) and streaming everything else."""
+"""Export the merged data of some repositories as a LeanDojo-format dataset: splits assigned
+within the caller's transaction, theorems and the corpus streamed from the same commits."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,28 +13,25 @@ from sqlalchemy.engine import Connection
 
 from leanloop.data.leandojo.format import (
     SCHEMES,
+    corpus_line,
+    corpus_premise,
     premise_ref_dict,
     tactic_dict,
     theorem_dict,
 )
 from leanloop.data.leandojo.writer import LeanDojoWriter
-from leanloop.data.records import Repository, TheoremStatus
+from leanloop.data.records import Repository
+from leanloop.database.assign import SplitOrigin, assign_splits, describe_origin
 from leanloop.database.rows import loads_list, stream, stream_proofs
-from leanloop.database.schema import (
-    files,
-    premises,
-    split_assignments,
-    tactic_premises,
-    theorems,
-)
-from leanloop.database.splits import SplitConfig, assign_novel_premises, assign_random
+from leanloop.database.schema import files, premises, repositories, theorems
+from leanloop.database.splits import SplitConfig
 
-_CHUNK = 5000
+Progress = Callable[[int, int | None], None]
 
 
 @dataclass
 class ExportReport:
-    """What an export wrote."""
+    """What an export wrote, and what it noticed."""
 
     output_path: Path
     theorems: int = 0
@@ -44,97 +40,41 @@ class ExportReport:
     source_files: int = 0
     premises: int = 0
     traced_files: int = 0
-
-
-def _winners(conn: Connection, repo_ids: Sequence[int]) -> dict[str, int]:
-    """Theorem key -> id of the proven theorem exported for it. A key names a theorem of one
-    repository, so only commits of the same repository compete: the commit added to the
-    database last wins, whatever order the commits are listed in (a curriculum may list an
-    older commit after a newer one)."""
-    best: dict[str, tuple[int, int]] = {}  # key -> (repository id, theorem id)
-    query = sa.select(theorems.c.id, theorems.c.key, theorems.c.repository_id).where(
-        theorems.c.repository_id.in_(list(repo_ids)),
-        theorems.c.status == TheoremStatus.PROVEN.value,
-    )
-    for theorem_id, key, repo_id in conn.execute(query):
-        current = best.get(key)
-        if current is None or repo_id > current[0]:  # ids grow as commits are added
-            best[key] = (repo_id, theorem_id)
-    return {key: theorem_id for key, (_, theorem_id) in best.items()}
-
-
-def _existing_splits(conn: Connection, keys: list[str]) -> dict[str, dict[str, str]]:
-    found: dict[str, dict[str, str]] = defaultdict(dict)
-    for start in range(0, len(keys), _CHUNK):
-        chunk = keys[start : start + _CHUNK]
-        for row in conn.execute(
-            sa.select(split_assignments).where(split_assignments.c.theorem_key.in_(chunk))
-        ):
-            found[row.scheme][row.theorem_key] = row.split
-    return found
-
-
-def _premises_used(
-    conn: Connection, repo_ids: Sequence[int], winners: dict[str, int]
-) -> dict[str, set[str]]:
-    key_of = {theorem_id: key for key, theorem_id in winners.items()}
-    used: dict[str, set[str]] = {key: set() for key in winners}
-    query = (
-        sa.select(tactic_premises.c.theorem_id, tactic_premises.c.full_name)
-        .select_from(tactic_premises.join(theorems))
-        .where(theorems.c.repository_id.in_(list(repo_ids)))
-    )
-    for theorem_id, name in stream(conn, query, 20000):
-        key = key_of.get(theorem_id)
-        if key is not None:
-            used[key].add(name)
-    return used
-
-
-def assign_splits(
-    conn: Connection, repo_ids: Sequence[int], config: SplitConfig
-) -> tuple[dict[str, int], dict[str, dict[str, str]], int]:
-    """Give every exported theorem a split in every scheme, storing the new assignments.
-
-    Returns the theorems to export (key -> id), the split of each (scheme -> key -> split) and
-    how many assignments were new.
-    """
-    winners = _winners(conn, repo_ids)
-    keys = sorted(winners)
-    existing = _existing_splits(conn, keys)
-    assigned: dict[str, dict[str, str]] = {}
-    fresh_rows = []
-    for scheme in SCHEMES:
-        old = existing.get(scheme, {})
-        if scheme == "random":
-            new = assign_random(keys, old, config)
-        else:
-            new = assign_novel_premises(_premises_used(conn, repo_ids, winners), old, config)
-        fresh_rows.extend({"theorem_key": k, "scheme": scheme, "split": s} for k, s in new.items())
-        assigned[scheme] = {**old, **new}
-    for start in range(0, len(fresh_rows), _CHUNK):
-        conn.execute(split_assignments.insert(), fresh_rows[start : start + _CHUNK])
-    return winners, assigned, len(fresh_rows)
+    #: copies of a theorem in other repositories (same file, name and position): exported once
+    copies_merged: int = 0
+    #: corpus files left out because another repository has a file of the same path
+    corpus_dropped: list[str] = field(default_factory=list)
+    #: val/test theorems of novel_premises that no longer use a premise unseen in train
+    novel_premises_violations: list[str] = field(default_factory=list)
+    #: scheme -> what produced its splits
+    split_settings: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def export_merged(
     conn: Connection,
     repos: Sequence[tuple[int, Repository]],
     output_path: Path,
-    config: SplitConfig,
+    config: SplitConfig | None,
     *,
-    progress=None,
+    progress: Progress | None = None,
 ) -> ExportReport:
     """Write the dataset for ``repos`` (id and record, in curriculum order) to ``output_path``."""
     repo_ids = [repo_id for repo_id, _ in repos]
-    winners, assigned, fresh = assign_splits(conn, repo_ids, config)
-    report = ExportReport(output_path=output_path, new_assignments=fresh)
-    exported_ids = {theorem_id: key for key, theorem_id in winners.items()}
+    assignment = assign_splits(conn, repo_ids, config)
+    report = ExportReport(
+        output_path=output_path,
+        new_assignments=assignment.new_assignments,
+        copies_merged=assignment.copies,
+        novel_premises_violations=assignment.novel_premises_violations,
+        split_settings={s: describe_origin(o) for s, o in assignment.settings.items()},
+        warnings=list(assignment.warnings),
+    )
+    total = len(assignment.exported)
     with LeanDojoWriter(output_path) as writer:
-        where = theorems.c.repository_id.in_(repo_ids)
-        for proof in stream_proofs(conn, where):
+        for proof in stream_proofs(conn, theorems.c.repository_id.in_(repo_ids)):
             row = proof.theorem
-            key = exported_ids.get(row.id)
+            key = assignment.exported.get(row.id)
             if key is None:
                 continue
             traced = [
@@ -166,13 +106,13 @@ def export_merged(
                     traced,
                     row.statement,
                 ),
-                {scheme: assigned[scheme][key] for scheme in SCHEMES},
+                {scheme: assignment.splits[scheme][key] for scheme in SCHEMES},
             )
             report.theorems += 1
             if progress is not None:
-                progress(report.theorems, len(winners))
-        _write_corpus(conn, repo_ids, writer)
-        writer.write_metadata(_metadata(repos, config))
+                progress(report.theorems, total)
+        report.corpus_dropped = _write_corpus(conn, repo_ids, writer)
+        writer.write_metadata(_metadata(repos, assignment.settings))
     report.split_sizes = {
         scheme: {split: writer.counts[scheme, split] for split in ("train", "val", "test")}
         for scheme in SCHEMES
@@ -183,19 +123,38 @@ def export_merged(
     return report
 
 
-def _write_corpus(conn: Connection, repo_ids: Sequence[int], writer: LeanDojoWriter) -> None:
-    """corpus.jsonl and traced_files.jsonl: each path once, from the last repository having it."""
-    rank = {repo_id: i for i, repo_id in enumerate(repo_ids)}
-    chosen: dict[str, tuple[int, int]] = {}
-    for file_id, repo_id, path in conn.execute(
-        sa.select(files.c.id, files.c.repository_id, files.c.path).where(
-            files.c.repository_id.in_(list(repo_ids))
+def _chosen_files(conn: Connection, repo_ids: Sequence[int]) -> tuple[set[int], list[str]]:
+    """The file rows the corpus takes: for each path the one of the repository (and commit)
+    added last, as for theorems; and the files of other repositories left out for it."""
+    identity: dict[int, str] = {}
+    names: dict[int, str] = {}
+    for row in conn.execute(sa.select(repositories).where(repositories.c.id.in_(list(repo_ids)))):
+        identity[row.id] = row.identity
+        names[row.id] = f"{row.name}@{row.commit[:12]}"
+    by_path: dict[str, list[tuple[int, int]]] = {}
+    query = sa.select(files.c.id, files.c.repository_id, files.c.path).where(
+        files.c.repository_id.in_(list(repo_ids))
+    )
+    for file_id, repo_id, path in conn.execute(query):
+        by_path.setdefault(path, []).append((repo_id, file_id))
+    keep: set[int] = set()
+    dropped: list[str] = []
+    for path, found in sorted(by_path.items()):
+        found.sort()
+        winner_repo, winner = found[-1]
+        keep.add(winner)
+        others = {identity[r] for r, _ in found} - {identity[winner_repo]}
+        dropped.extend(
+            f"{path} of {names[r]} (kept: {names[winner_repo]})"
+            for r, _ in found
+            if identity[r] in others
         )
-    ):
-        if path not in chosen or rank[repo_id] > rank[chosen[path][1]]:
-            chosen[path] = (file_id, repo_id)
-    keep = {file_id for file_id, _ in chosen.values()}
+    return keep, dropped
 
+
+def _write_corpus(conn: Connection, repo_ids: Sequence[int], writer: LeanDojoWriter) -> list[str]:
+    """corpus.jsonl and traced_files.jsonl: each path once; returns the files left out."""
+    keep, dropped = _chosen_files(conn, repo_ids)
     file_query = (
         sa.select(files)
         .where(files.c.repository_id.in_(list(repo_ids)), files.c.in_corpus == 1)
@@ -221,19 +180,17 @@ def _write_corpus(conn: Connection, repo_ids: Sequence[int], writer: LeanDojoWri
         items = []
         while pending is not None and pending.file_id == file.id:
             items.append(
-                {
-                    "full_name": pending.full_name,
-                    "code": pending.code,
-                    "start": [pending.start_line, pending.start_column],
-                    "end": [pending.end_line, pending.end_column],
-                    "kind": pending.kind,
-                }
+                corpus_premise(
+                    pending.full_name,
+                    pending.code,
+                    (pending.start_line, pending.start_column),
+                    (pending.end_line, pending.end_column),
+                    pending.kind,
+                )
             )
             pending = next(premise_rows, None)
         if file.id in keep:
-            writer.write_source_file(
-                {"path": file.path, "imports": loads_list(file.imports), "premises": items}
-            )
+            writer.write_source_file(corpus_line(file.path, loads_list(file.imports), items))
     traced_query = (
         sa.select(files.c.id, files.c.path)
         .where(files.c.repository_id.in_(list(repo_ids)), files.c.traced == 1)
@@ -242,9 +199,12 @@ def _write_corpus(conn: Connection, repo_ids: Sequence[int], writer: LeanDojoWri
     for file_id, path in conn.execute(traced_query):
         if file_id in keep:
             writer.write_traced_file(path)
+    return dropped
 
 
-def _metadata(repos: Sequence[tuple[int, Repository]], config: SplitConfig) -> dict:
+def _metadata(
+    repos: Sequence[tuple[int, Repository]], settings: dict[str, SplitOrigin | None]
+) -> dict:
     from leanloop import __version__
 
     listed = [
@@ -259,5 +219,9 @@ def _metadata(repos: Sequence[tuple[int, Repository]], config: SplitConfig) -> d
         data["from_repo"] = {"url": repos[-1][1].url, "commit": repos[-1][1].commit}
     data["repositories"] = listed
     data["leanloop_version"] = __version__
-    data["splits"] = {"val": config.val, "test": config.test, "seed": config.seed}
+    # what produced the stored splits of each scheme: settings, imported labels, or unknown
+    data["splits"] = {
+        scheme: origin.model_dump() if isinstance(origin, SplitConfig) else origin
+        for scheme, origin in settings.items()
+    }
     return data

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Connection
 
 from leanloop.data.leandojo.reader import LeanDojoDataset
 from leanloop.data.records import Repository, SourceFile, Theorem, TheoremKey
+from leanloop.database.assign import record_split_settings, stored_split_settings
 from leanloop.database.ingest import Ingest, IngestCounts
 from leanloop.database.rows import key_digest
 from leanloop.errors import DataFormatError, LeanloopError
@@ -107,6 +108,9 @@ def import_dataset(
     for rid, batch in pending.items():
         ingest.add_theorems(rid, batch)
     ingest.add_split_labels(labels)
+    stored = stored_split_settings(conn)
+    for scheme in sorted({scheme for _, scheme in labels} - set(stored)):
+        record_split_settings(conn, scheme, "imported")
 
     if dataset.corpus_path is not None or dataset.traced_files_path is not None:
         default_repo = _dataset_repository(dataset, ingest, repo_of_path, source)

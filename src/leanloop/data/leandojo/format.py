@@ -140,22 +140,32 @@ def theorem_from_leandojo(obj: Any) -> Theorem:
     return _validate(Theorem, data)
 
 
-def source_file_to_corpus(source: SourceFile) -> dict[str, Any]:
+def corpus_line(
+    path: str, imports: Iterable[str], premises: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One line of ``corpus.jsonl``: a file, what it imports and the premises it defines."""
+    return {"path": path, "imports": list(imports), "premises": premises}
+
+
+def corpus_premise(
+    full_name: str, code: str, start: Sequence[int], end: Sequence[int], kind: str
+) -> dict[str, Any]:
+    """A premise as ``corpus.jsonl`` lists it."""
     return {
-        "path": source.path,
-        "imports": list(source.imports),
-        "premises": [premise_dict(p) for p in source.premises],
+        "full_name": full_name,
+        "code": code,
+        "start": list(start),
+        "end": list(end),
+        "kind": kind,
     }
+
+
+def source_file_to_corpus(source: SourceFile) -> dict[str, Any]:
+    return corpus_line(source.path, source.imports, [premise_dict(p) for p in source.premises])
 
 
 def premise_dict(premise: Premise) -> dict[str, Any]:
-    return {
-        "full_name": premise.full_name,
-        "code": premise.code,
-        "start": list(premise.start),
-        "end": list(premise.end),
-        "kind": premise.kind,
-    }
+    return corpus_premise(premise.full_name, premise.code, premise.start, premise.end, premise.kind)
 
 
 def source_file_from_corpus(obj: Any) -> SourceFile:
