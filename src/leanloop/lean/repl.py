@@ -46,12 +46,6 @@ class ReplClient:
     def tactic(self, tactic: str, proof_state: int):
         return self.send(proto.TacticRequest(tactic=tactic, proof_state=proof_state))
 
-    def pickle_env(self, env: int, path: str):
-        return self.send(proto.PickleEnvRequest(pickle_to=path, env=env))
-
-    def unpickle_env(self, path: str):
-        return self.send(proto.UnpickleEnvRequest(unpickle_env_from=path))
-
     @property
     def generation(self) -> int:
         return self.transport.generation

@@ -405,31 +405,3 @@ def _normalise(value: Any) -> Any:
     if isinstance(value, tuple):
         return list(value)
     return value
-
-
-class RecordingTransport(Transport):
-    """Passes requests to another transport and keeps every exchange (to make new recordings)."""
-
-    def __init__(self, inner: Transport) -> None:
-        self.inner = inner
-        self.exchanges: list[tuple[Any, Any]] = []
-
-    @property
-    def generation(self) -> int:  # type: ignore[override]
-        return self.inner.generation
-
-    def exchange(self, request: Any) -> Any:
-        answer = self.inner.exchange(request)
-        self.exchanges.append((request, answer))
-        return answer
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def transcript(self, name: str) -> dict[str, Any]:
-        """In the layout of the recorded transcripts: name, requests, responses."""
-        return {
-            "name": name,
-            "requests": [_normalise(q) for q, _ in self.exchanges],
-            "responses": [a for _, a in self.exchanges],
-        }
