@@ -11,8 +11,8 @@ import pytest
 from leanloop.lean.errors import LeanRequestError, ProtocolError, StaleStateError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.repl import ReplClient, ReplServer, split_header
+from leanloop.lean.replay import ReplayMismatch, ReplayTransport
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed
-from leanloop.lean.transport import ReplayMismatch, ReplayTransport
 from leanloop.lean.verdict import Verdict
 
 

@@ -18,8 +18,9 @@ from leanloop.database.tracing import trace_project
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.project import open_project
 from leanloop.lean.repl import ReplServer
+from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.trace import Tracer
-from leanloop.lean.transport import ReplayTransport, Transport
+from leanloop.lean.transport import Transport
 
 
 def traced_sources(transcripts):
