@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from leanloop.data.records import NO_GOALS
+from leanloop.lean.elaboration import TacticStep
 from leanloop.lean.lexer import Kind, Token, tokenize
-from leanloop.lean.repl import TacticStep
 
 #: Tokens that open a block which must close its goals: a ``by`` block, a ``·`` (or ``.``)
 #: focusing block, the ``=>`` of ``case``, ``next``, ``induction ... with`` alternatives, ``match``,

@@ -26,9 +26,9 @@ from leanloop.data.records import (
     TracedTactic,
 )
 from leanloop.data.states import states_after
+from leanloop.lean.elaboration import TacticStep
 from leanloop.lean.lexer import Kind, tokenize
 from leanloop.lean.project import LeanProject
-from leanloop.lean.repl import TacticStep
 from leanloop.lean.scanner import THEOREM_KINDS, Declaration, Location, SourceScan
 from leanloop.lean.trace import FileTrace, ProjectTrace
 
@@ -207,8 +207,7 @@ def theorem_records(
             for step, state_after in zip(steps, after, strict=True)
         )
         has_sorry = declaration.has_sorry or any(
-            line is not None and declaration.contains(line, column or 0)
-            for _, _, line, column in file.sorries
+            s.line is not None and declaration.contains(s.line, s.column or 0) for s in file.sorries
         )
         theorems.append(
             Theorem(

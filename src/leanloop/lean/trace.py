@@ -14,10 +14,11 @@ from functools import cached_property
 from pathlib import Path
 
 from leanloop.atomic import write_text_atomic
+from leanloop.lean.elaboration import SorrySite, TacticStep
 from leanloop.lean.errors import LeanError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.project import LeanProject
-from leanloop.lean.repl import ReplServer, TacticStep
+from leanloop.lean.repl import ReplServer
 from leanloop.lean.scanner import SourceScan, scan
 from leanloop.lean.server import LeanMessage
 
@@ -36,7 +37,7 @@ class FileTrace:
     source: str = field(repr=False)
     messages: tuple[LeanMessage, ...]
     tactics: tuple[TacticStep, ...]
-    sorries: tuple[tuple[int | None, str, int | None, int | None], ...]
+    sorries: tuple[SorrySite, ...]
 
     @cached_property
     def scan(self) -> SourceScan:
@@ -52,7 +53,7 @@ class FileTrace:
             "path": self.path,
             "messages": [dataclasses.asdict(m) for m in self.messages],
             "tactics": [dataclasses.asdict(t) for t in self.tactics],
-            "sorries": [list(s) for s in self.sorries],
+            "sorries": [[s.proof_state, s.goal, s.line, s.column] for s in self.sorries],
         }
 
     @classmethod
@@ -65,7 +66,10 @@ class FileTrace:
                 TacticStep(**{**t, "used_constants": tuple(t["used_constants"])})
                 for t in data["tactics"]
             ),
-            sorries=tuple(tuple(s) for s in data["sorries"]),
+            sorries=tuple(
+                SorrySite(proof_state=state, goal=goal, line=line, column=column)
+                for state, goal, line, column in data["sorries"]
+            ),
         )
 
 
