@@ -14,11 +14,11 @@ from __future__ import annotations
 import pytest
 
 from leanloop.data.records import NO_GOALS
-from leanloop.data.states import states_after
-from leanloop.data.traced import steps_of
 from leanloop.lean.elaboration import TacticStep
-from leanloop.lean.trace import Tracer
-from tests.test_lean_trace import demo_project, replaying
+from leanloop.tracing.records import steps_of
+from leanloop.tracing.states import states_after
+from leanloop.tracing.tracer import Tracer
+from tests.test_tracing import demo_project, replaying
 
 
 @pytest.fixture
