@@ -1,30 +1,64 @@
-"""The Pantograph backend's requests, exactly as its protocol documents them.
+"""The Pantograph backend: the requests it sends, exactly as Pantograph's protocol documents them,
+and how it reads Pantograph's answers.
 
-No recording of real Pantograph answers is available, so its answers are not faked here: a
-transport captures each request and then fails as a dead process would. Process handling of the
-Pantograph framing is tested with a stand-in in test_lean_process.py; answers are exercised by
-the tests marked `lean`, which run where a toolchain is installed.
+No recording of a Pantograph process is at hand, so the answers read here are the ones Pantograph's
+own repositories record:
+
+- leanprover/Pantograph, ``Test/Integration.lean``: its integration test sends each command to the
+  REPL and checks that the JSON it prints equals ``Lean.toJson`` of the expected result. Those
+  results are written there as Lean structures; here they are written out as that JSON, with the
+  field names and defaults of ``Pantograph/Protocol.lean`` and the rules of Lean's derived
+  ``ToJson`` (an ``x?`` field is left out when ``none``, every other field is always printed).
+- stanford-centaur/PyPantograph, ``docs/data.ipynb``: the recorded output of a notebook that ran
+  Pantograph (an ``env.inspect`` answer as PyPantograph returns it, unchanged, and a
+  ``frontend.process`` answer as PyPantograph parsed it).
+
+Answers that carry Lean's messages (failed tactics, ``sorry`` warnings, rejected files) are not
+tested here: their JSON form (``Lean.SerialMessage``) depends on the Lean release and is not
+recorded verbatim in those repositories.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from leanloop.lean.errors import ServerCrashed
+from leanloop.lean.errors import LeanRequestError, ServerCrashed
 from leanloop.lean.pantograph import PantographServer
 from leanloop.lean.protocol import pantograph as proto
-from leanloop.lean.server import ProofState, TheoremSource
+from leanloop.lean.replay import ReplayTransport
+from leanloop.lean.server import ProofFinished, ProofState, TacticFailed, TheoremSource
 from leanloop.lean.transport import Transport
+from leanloop.lean.verdict import Verdict
 
 
 class Capture(Transport):
-    def __init__(self):
+    """Answers with the recorded exchanges (each request must equal the recorded one), then keeps
+    every further request and fails as a dead process would."""
+
+    def __init__(self, recorded=()):
+        self.recorded = ReplayTransport(list(recorded), name="Pantograph")
         self.requests = []
         self.generation = 1
 
     def exchange(self, request):
         self.requests.append(request)
+        if not self.recorded.finished:
+            return self.recorded.exchange(request)
         raise ServerCrashed("captured (no Lean here)")
+
+
+class Answering(Transport):
+    """Answers each request with the next recorded answer, whatever the request (for answers
+    recorded for a request that differs from leanloop's only in ways that do not change it)."""
+
+    def __init__(self, *answers):
+        self.answers = list(answers)
+        self.requests = []
+        self.generation = 1
+
+    def exchange(self, request):
+        self.requests.append(request)
+        return self.answers.pop(0)
 
 
 @pytest.fixture
@@ -90,3 +124,174 @@ def test_stale_generation_is_refused(server):
     old = ProofState(1, ("⊢ p",), generation=0, owner=id(server))
     with pytest.raises(StaleStateError, match="process that is gone"):
         server.run_tactic(old, "simp")
+
+
+# -- answers Pantograph printed --------------------------------------------------------------------
+# leanprover/Pantograph, Test/Integration.lean (test_tactic, test_tactic_timeout,
+# test_automatic_mode, test_import_open), written out as JSON (see the module docstring).
+
+
+def variable(name, user_name, type_, *, inaccessible=False):
+    return {
+        "name": name,
+        "userName": user_name,
+        "isInaccessible": inaccessible,
+        "type": {"pp": type_},
+    }
+
+
+def goal(name, target, variables, user_name=None):
+    found = {"name": name, "fragment": "tactic", "target": {"pp": target}, "vars": variables}
+    if user_name is not None:
+        found["userName"] = user_name
+    return found
+
+
+def tactic_result(next_state_id, goals, *, has_sorry=False):
+    return {
+        "nextStateId": next_state_id,
+        "goals": goals,
+        "messages": [],
+        "hasSorry": has_sorry,
+        "hasUnsafe": False,
+    }
+
+
+X = variable("_uniq.10", "x", "Prop")
+P, Q = variable("_uniq.10", "p", "Prop"), variable("_uniq.13", "q", "Prop")
+INTRO_X = (
+    ("goal.tactic", {"stateId": 0, "tactic": "intro x"}),
+    tactic_result(1, [goal("_uniq.11", "∀ (q : Prop), x ∨ q → q ∨ x", [X])]),
+)
+INTRO_Y = (
+    ("goal.tactic", {"stateId": 1, "tactic": "intro y"}),
+    tactic_result(2, [goal("_uniq.14", "x ∨ y → y ∨ x", [X, variable("_uniq.13", "y", "Prop")])]),
+)
+SORRY = (
+    ("goal.tactic", {"stateId": 0, "tactic": "sorry"}),
+    tactic_result(3, [], has_sorry=True),
+)
+INL = goal("_uniq.61", "q ∨ p", [P, Q, variable("_uniq.49", "h✝", "p", inaccessible=True)], "inl")
+INR = goal("_uniq.74", "q ∨ p", [P, Q, variable("_uniq.62", "h✝", "q", inaccessible=True)], "inr")
+INL_H = goal("_uniq.80", "p", [P, Q, variable("_uniq.49", "h✝", "p", inaccessible=True)], "inl.h")
+
+
+def state(server, state_id, *goals):
+    """A state of ``server`` (the goals of the states a test starts from are left out: only
+    Pantograph's number for the state is sent)."""
+    return ProofState(state_id, goals, server.generation, id(server))
+
+
+def test_tactic_steps_become_proof_states():
+    server = PantographServer(Capture([INTRO_X, INTRO_Y]))
+    start = state(server, 0)
+    first = server.run_tactic(start, "intro x")
+    assert first == state(server, 1, "x : Prop\n⊢ ∀ (q : Prop), x ∨ q → q ∨ x")
+    second = server.run_tactic(first, "intro y")
+    assert isinstance(second, ProofState) and second.id == 2
+    assert second.goals == ("x : Prop\ny : Prop\n⊢ x ∨ y → y ∨ x",)
+    assert server.transport.recorded.finished and server.stats.failures == 0
+
+
+def test_a_step_that_leaves_a_sorry_fails():
+    server = PantographServer(Capture([SORRY]))
+    result = server.run_tactic(state(server, 0), "sorry")
+    assert result == TacticFailed("the tactic leaves a sorry")
+    assert server.stats.failures == 1
+
+
+def test_no_goals_left_finishes_the_proof_and_options_are_set_first():
+    server = PantographServer(
+        Capture(
+            [
+                (("options.set", {"timeout": 0}), {}),
+                (("goal.tactic", {"stateId": 0, "tactic": "simp"}), tactic_result(1, [])),
+            ]
+        ),
+        options={"timeout": 0},
+    )
+    assert server.run_tactic(state(server, 0), "simp") == ProofFinished(1)
+
+
+@pytest.mark.parametrize("automatic", [False, True])
+def test_case_names_inaccessible_names_and_goals_left_aside(automatic):
+    intro = tactic_result(
+        1, [goal("_uniq.17", "q ∨ p", [P, Q, variable("_uniq.16", "h", "p ∨ q")])]
+    )
+    applied = tactic_result(3, [INL_H, INR] if automatic else [INL_H])
+    server = PantographServer(
+        Capture(
+            [
+                (("options.set", {"automaticMode": automatic}), {}),
+                (("goal.tactic", {"stateId": 0, "tactic": "intro p q h"}), intro),
+                (
+                    ("goal.tactic", {"stateId": 1, "tactic": "cases h"}),
+                    tactic_result(2, [INL, INR]),
+                ),
+                (("goal.tactic", {"stateId": 2, "tactic": "apply Or.inr"}), applied),
+            ]
+        ),
+        options={"automaticMode": automatic},
+    )
+    introduced = server.run_tactic(state(server, 0), "intro p q h")
+    assert introduced.goals == ("p : Prop\nq : Prop\nh : p ∨ q\n⊢ q ∨ p",)
+    cases = server.run_tactic(introduced, "cases h")
+    assert cases.goals == (
+        "case inl\np : Prop\nq : Prop\nh✝ : p\n⊢ q ∨ p",
+        "case inr\np : Prop\nq : Prop\nh✝ : q\n⊢ q ∨ p",
+    )
+    after = server.run_tactic(cases, "apply Or.inr")
+    assert after.id == 3
+    assert after.goals[0] == "case inl.h\np : Prop\nq : Prop\nh✝ : p\n⊢ p"
+    assert len(after.goals) == (2 if automatic else 1)
+
+
+def test_start_proof_continues_from_the_state_pantograph_numbered():
+    recorded = (
+        ("goal.start", {"expr": "∀ (x : Sort u), Sort (u + 1)"}),
+        {"stateId": 3, "root": "_uniq.5"},
+    )
+    server = PantographServer(Capture([recorded]))
+    with pytest.raises(ServerCrashed):
+        server.start_proof("∀ (x : Sort u), Sort (u + 1)")
+    # Lean's rendering of the goal comes with a first empty step on the state just started
+    assert sent(server) == ("goal.tactic", {"stateId": 3, "tactic": "skip"})
+
+
+def test_an_interaction_error_is_a_request_error():
+    # Pantograph's answer to a goal.tactic that ran past the timeout set with options.set
+    # (the recorded request assigned an expression, leanloop sends a tactic: same answer shape)
+    server = PantographServer(Answering({"error": "internal", "desc": "interrupt"}))
+    with pytest.raises(LeanRequestError, match=r"refused goal.tactic \(internal\): interrupt"):
+        server.run_tactic(state(server, 0), "simp")
+    assert server.stats.failures == 1
+
+
+# stanford-centaur/PyPantograph, docs/data.ipynb (see the module docstring)
+
+
+def test_inspect_reads_the_type_and_keeps_the_source_position():
+    # PyPantograph asked with "value": false, "dependency": false, Pantograph's defaults
+    answer = {
+        "type": {"pp": "Nat → Nat"},
+        "sourceStart": {"line": 2, "column": 0},
+        "sourceEnd": {"line": 2, "column": 42},
+        "isUnsafe": False,
+    }
+    server = PantographServer(Answering(answer))
+    found = server.inspect("mystery")
+    assert server.transport.requests == [("env.inspect", {"name": "mystery", "source": True})]
+    assert found.type.pp == "Nat → Nat" and found.is_unsafe is False
+    assert found.model_extra["sourceEnd"] == {"line": 2, "column": 42}
+
+
+def test_check_of_a_file_without_messages_is_accepted():
+    # PyPantograph's check_compile printed CompilationUnit(i_begin=0, i_end=31, messages=[],
+    # ...) for this code: a frontend.process answer with one unit, its boundary and no messages
+    # (PyPantograph sent "readHeader", "inheritEnv" and "newConstants" false, Pantograph's
+    # defaults)
+    code = "\nexample : 1 + 1 = 2 := by rfl\n"
+    server = PantographServer(Answering({"units": [{"boundary": [0, 31], "messages": []}]}))
+    result = server.check(code)
+    assert server.transport.requests == [("frontend.process", {"file": code})]
+    assert result.verdict is Verdict.ACCEPTED and result.messages == ()

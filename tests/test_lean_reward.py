@@ -8,7 +8,7 @@ import pytest
 from leanloop.errors import LeanloopError
 from leanloop.lean.goals import goal_to_source, parse_goal
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.transport import ReplayTransport
+from leanloop.lean.replay import ReplayTransport
 from leanloop.trainer.lean_reward import LeanCheckedReward
 
 

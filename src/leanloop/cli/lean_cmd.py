@@ -44,17 +44,14 @@ def trace(
     timeout: float = typer.Option(1800.0, "--timeout", help="Seconds allowed per file."),
 ) -> None:
     """Trace a Lean project (theorems, tactic states, premises, sorries) into the database."""
-    from leanloop.database.tracing import trace_project
-    from leanloop.lean.project import open_project
-
-    lean_project = open_project(project, commit=commit)
     database = open_database(db)
-    with progress_bar(f"tracing {lean_project.name}") as update:
-        report = trace_project(
-            database,
-            lean_project,
+    with progress_bar(f"tracing {project}") as update:
+        # open_project tells a git URL from a local directory or file
+        report = database.trace_repository(
+            path=project,
+            commit=commit,
             build=not no_build,
-            dependencies=deps,
+            build_deps=deps,
             workers=workers,
             timeout=timeout,
             progress=update,

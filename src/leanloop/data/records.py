@@ -138,9 +138,6 @@ class Theorem(_Record):
     def key(self) -> TheoremKey:
         return TheoremKey(repository_identity(self.url), self.file_path, self.full_name)
 
-    def with_status(self, status: TheoremStatus, proof: str | None = None) -> Theorem:
-        return self.model_copy(update={"status": status, "proof": proof})
-
 
 class TheoremKey(NamedTuple):
     """What identifies a theorem across commits of its repository."""

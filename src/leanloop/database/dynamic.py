@@ -32,6 +32,18 @@ from leanloop.errors import LeanloopError
 Progress = Callable[[int, int | None], None]
 
 
+class TraceReport(BaseModel):
+    """What tracing a project added (``DynamicDatabase.trace_repository``): the counts, the
+    files traced (how many from the cache), the files that failed and what was skipped, with why."""
+
+    repository: Repository
+    counts: IngestCounts
+    files: int
+    cached_files: int
+    failures: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+
+
 class DynamicDatabase:
     """A database of traced Lean repositories that grows repository by repository.
 
@@ -138,14 +150,29 @@ class DynamicDatabase:
         known. Needs a Lean toolchain and the Lean REPL (``leanloop doctor`` says what is
         missing). Tracing a commit again changes nothing.
         """
-        from leanloop.database.tracing import trace_project
         from leanloop.lean.project import open_project
+        from leanloop.tracing.project import trace_project
 
         if (url is None) == (path is None):
             raise LeanloopError("give either a repository url or a local path to trace")
         project = open_project(url if url is not None else path, commit=commit)
-        return trace_project(
-            self, project, build=build, dependencies=build_deps, workers=workers, **options
+        traced = trace_project(
+            project, build=build, dependencies=build_deps, workers=workers, **options
+        )
+        counts = self.add_repository(
+            traced.repository,
+            traced.theorems,
+            traced.source_files,
+            traced.traced_files,
+            source=f"trace:{project.identity}",
+        )
+        return TraceReport(
+            repository=traced.repository,
+            counts=counts,
+            files=len(traced.traced_files),
+            cached_files=traced.cached,
+            failures=traced.failures,
+            skipped=traced.skipped,
         )
 
     def record_proof(self, theorem: Theorem, proof: str) -> None:

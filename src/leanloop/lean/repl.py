@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from leanloop.lean.elaboration import Elaboration, SorrySite, TacticStep
 from leanloop.lean.errors import LeanRequestError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.server import (
@@ -46,42 +46,12 @@ class ReplClient:
     def tactic(self, tactic: str, proof_state: int):
         return self.send(proto.TacticRequest(tactic=tactic, proof_state=proof_state))
 
-    def pickle_env(self, env: int, path: str):
-        return self.send(proto.PickleEnvRequest(pickle_to=path, env=env))
-
-    def unpickle_env(self, path: str):
-        return self.send(proto.UnpickleEnvRequest(unpickle_env_from=path))
-
     @property
     def generation(self) -> int:
         return self.transport.generation
 
     def close(self) -> None:
         self.transport.close()
-
-
-@dataclass(frozen=True)
-class TacticStep:
-    """A tactic found by elaborating code with ``allTactics``: text, goals before, constants."""
-
-    tactic: str
-    goals_before: str
-    line: int
-    column: int
-    end_line: int
-    end_column: int
-    used_constants: tuple[str, ...]
-    proof_state: int
-
-
-@dataclass(frozen=True)
-class Elaboration:
-    """What Lean reported on a piece of code (positions in the code as given)."""
-
-    messages: tuple[LeanMessage, ...]
-    sorries: tuple[tuple[int | None, str, int | None, int | None], ...]  # state, goal, line, col
-    tactics: tuple[TacticStep, ...]
-    env: int
 
 
 def split_header(code: str) -> tuple[str, str, int]:
@@ -207,11 +177,11 @@ class ReplServer(LeanServer):
         return Elaboration(
             messages=tuple(_message(m, offset) for m in answer.messages),
             sorries=tuple(
-                (
-                    s.proof_state,
-                    s.goal,
-                    s.pos.line + offset if s.pos else None,
-                    s.pos.column if s.pos else None,
+                SorrySite(
+                    proof_state=s.proof_state,
+                    goal=s.goal,
+                    line=s.pos.line + offset if s.pos else None,
+                    column=s.pos.column if s.pos else None,
                 )
                 for s in answer.sorries
             ),
@@ -235,9 +205,7 @@ class ReplServer(LeanServer):
 
     def check(self, code: str) -> CheckResult:
         result = self.elaborate(code)
-        return CheckResult.from_messages(
-            result.messages, [goal for _, goal, _, _ in result.sorries]
-        )
+        return CheckResult.from_messages(result.messages, [s.goal for s in result.sorries])
 
     def open_sorries(self, code: str) -> list[ProofState]:
         """A proof state for each ``sorry`` in ``code`` (which must otherwise elaborate)."""
@@ -246,9 +214,9 @@ class ReplServer(LeanServer):
         if errors:
             raise LeanRequestError(f"the code does not elaborate: {errors[0]}")
         states = [
-            ProofState(state, (goal,), self.generation, id(self))
-            for state, goal, _, _ in result.sorries
-            if state is not None
+            ProofState(s.proof_state, (s.goal,), self.generation, id(self))
+            for s in result.sorries
+            if s.proof_state is not None
         ]
         if not states:
             raise LeanRequestError("the code has no sorry to start a proof from")

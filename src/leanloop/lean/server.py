@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from leanloop.lean.errors import StaleStateError
 from leanloop.lean.scanner import Declaration, SourceScan
@@ -133,7 +133,6 @@ class ServerStats:
     requests: int = 0
     failures: int = 0
     restarts: int = 0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 class LeanServer(ABC):

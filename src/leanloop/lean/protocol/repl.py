@@ -48,34 +48,7 @@ class TacticRequest(_Request):
     proof_state: int = Field(alias="proofState")
 
 
-class PickleEnvRequest(_Request):
-    pickle_to: str = Field(alias="pickleTo")
-    env: int
-
-
-class PickleProofStateRequest(_Request):
-    pickle_to: str = Field(alias="pickleTo")
-    proof_state: int = Field(alias="proofState")
-
-
-class UnpickleEnvRequest(_Request):
-    unpickle_env_from: str = Field(alias="unpickleEnvFrom")
-
-
-class UnpickleProofStateRequest(_Request):
-    unpickle_proof_state_from: str = Field(alias="unpickleProofStateFrom")
-    env: int | None = None
-
-
-ReplRequest = (
-    CommandRequest
-    | FileRequest
-    | TacticRequest
-    | PickleEnvRequest
-    | PickleProofStateRequest
-    | UnpickleEnvRequest
-    | UnpickleProofStateRequest
-)
+ReplRequest = CommandRequest | FileRequest | TacticRequest
 
 
 class _Answer(BaseModel):
@@ -121,7 +94,7 @@ class TacticInfo(_Answer):
 
 
 class CommandResponse(_Answer):
-    """Answer to a command, a file, or an environment (un)pickle."""
+    """Answer to a command or a file."""
 
     env: int
     messages: list[Message] = Field(default_factory=list)
@@ -131,7 +104,7 @@ class CommandResponse(_Answer):
 
 
 class ProofStepResponse(_Answer):
-    """Answer to a tactic or a proof-state (un)pickle."""
+    """Answer to a tactic."""
 
     proof_state: int = Field(alias="proofState")
     goals: list[str] = Field(default_factory=list)
@@ -152,7 +125,7 @@ _PROOF_STEP = TypeAdapter(ReplErrorResponse | ProofStepResponse)
 
 
 def expects_proof_step(request: ReplRequest) -> bool:
-    return isinstance(request, TacticRequest | PickleProofStateRequest | UnpickleProofStateRequest)
+    return isinstance(request, TacticRequest)
 
 
 def parse_answer(
@@ -174,15 +147,7 @@ def parse_answer(
 
 def parse_request(raw: dict[str, Any]) -> ReplRequest:
     """Type a request given as a JSON object (used to replay recorded exchanges)."""
-    for model in (
-        TacticRequest,
-        CommandRequest,
-        FileRequest,
-        PickleProofStateRequest,
-        PickleEnvRequest,
-        UnpickleEnvRequest,
-        UnpickleProofStateRequest,
-    ):
+    for model in (TacticRequest, CommandRequest, FileRequest):
         try:
             return model.model_validate(raw)
         except ValidationError:

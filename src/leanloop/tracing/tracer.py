@@ -1,72 +1,24 @@
-"""Trace a Lean project: elaborate each file through the Lean REPL with ``allTactics`` (in
-parallel, on a pool of servers), keep Lean's tactic steps and messages next to the scan of the
-source, and cache the result by project, commit, toolchain and file content."""
+"""The tracer: elaborates each file of a project through the Lean REPL with ``allTactics``, in
+parallel on a pool of servers, reusing cached traces; a file that fails is reported, not fatal."""
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
-from leanloop.atomic import write_text_atomic
 from leanloop.lean.errors import LeanError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.project import LeanProject
-from leanloop.lean.repl import ReplServer, TacticStep
-from leanloop.lean.scanner import SourceScan, scan
-from leanloop.lean.server import LeanMessage
-
-#: Changes whenever what is cached for a file changes.
-TRACE_FORMAT = 1
+from leanloop.lean.repl import ReplServer
+from leanloop.lean.scanner import SourceScan
+from leanloop.tracing.cache import TraceCache
+from leanloop.tracing.dependencies import scan_dependencies
+from leanloop.tracing.file_trace import FileTrace
 
 ServerFactory = Callable[[Hashable], ReplServer]
 Progress = Callable[[int, int], None]
-
-
-@dataclass(frozen=True)
-class FileTrace:
-    """One file as Lean elaborated it: its source, Lean's messages and tactic steps."""
-
-    path: str  # relative to the project root
-    source: str = field(repr=False)
-    messages: tuple[LeanMessage, ...]
-    tactics: tuple[TacticStep, ...]
-    sorries: tuple[tuple[int | None, str, int | None, int | None], ...]
-
-    @cached_property
-    def scan(self) -> SourceScan:
-        return scan(self.source)
-
-    @property
-    def errors(self) -> list[LeanMessage]:
-        return [m for m in self.messages if m.severity == "error"]
-
-    def to_json(self) -> dict:
-        return {
-            "format": TRACE_FORMAT,
-            "path": self.path,
-            "messages": [dataclasses.asdict(m) for m in self.messages],
-            "tactics": [dataclasses.asdict(t) for t in self.tactics],
-            "sorries": [list(s) for s in self.sorries],
-        }
-
-    @classmethod
-    def from_json(cls, data: dict, source: str) -> FileTrace:
-        return cls(
-            path=data["path"],
-            source=source,
-            messages=tuple(LeanMessage(**m) for m in data["messages"]),
-            tactics=tuple(
-                TacticStep(**{**t, "used_constants": tuple(t["used_constants"])})
-                for t in data["tactics"]
-            ),
-            sorries=tuple(tuple(s) for s in data["sorries"]),
-        )
 
 
 @dataclass
@@ -88,6 +40,7 @@ class Tracer:
     ``lake env repl`` after checking the toolchain); servers come from a pool, so up to
     ``workers`` files are elaborated at once and each process is reused for several files.
     A file that fails (timeout, crash, refused) is reported in ``failures``; the others go on.
+    With a ``cache_dir``, traces are cached there by project, commit, toolchain and content.
     """
 
     def __init__(
@@ -103,7 +56,7 @@ class Tracer:
     ) -> None:
         self.project = project
         self.workers = max(1, workers)
-        self.cache_dir = cache_dir
+        self.cache = TraceCache(cache_dir, project) if cache_dir is not None else None
         self.timeout = timeout
         self.memory_limit_mb = memory_limit_mb
         self.max_uses = max_uses
@@ -125,44 +78,6 @@ class Tracer:
 
         return factory
 
-    # -- cache -------------------------------------------------------------------------------
-
-    def _cache_path(self, path: str, source: str) -> Path | None:
-        if self.cache_dir is None:
-            return None
-        digest = hashlib.sha256(
-            "\0".join(
-                [
-                    str(TRACE_FORMAT),
-                    self.project.identity,
-                    self.project.commit or "",
-                    self.project.toolchain or "",
-                    path,
-                    hashlib.sha256(source.encode("utf-8")).hexdigest(),
-                ]
-            ).encode()
-        ).hexdigest()
-        return self.cache_dir / "traces" / digest[:2] / f"{digest}.json"
-
-    def _load(self, path: str, source: str) -> FileTrace | None:
-        cache = self._cache_path(path, source)
-        if cache is None or not cache.is_file():
-            return None
-        try:
-            data = json.loads(cache.read_text(encoding="utf-8"))
-            if data.get("format") != TRACE_FORMAT:
-                return None
-            return FileTrace.from_json(data, source)
-        except (json.JSONDecodeError, KeyError, TypeError):
-            return None  # a damaged cache entry is traced again
-
-    def _store(self, trace: FileTrace) -> None:
-        cache = self._cache_path(trace.path, trace.source)
-        if cache is not None:
-            write_text_atomic(cache, json.dumps(trace.to_json(), ensure_ascii=False))
-
-    # -- tracing -----------------------------------------------------------------------------
-
     def trace_file(self, server: ReplServer, path: str, source: str) -> FileTrace:
         """Elaborate one file's source with ``allTactics``."""
         result = server.elaborate(source, all_tactics=True)
@@ -181,7 +96,7 @@ class Tracer:
         pending: list[tuple[str, str]] = []
         for path in paths:
             source = (self.project.root / path).read_text(encoding="utf-8")
-            cached = self._load(path, source)
+            cached = self.cache.load(path, source) if self.cache is not None else None
             if cached is not None:
                 result.files.append(cached)
                 result.cached += 1
@@ -209,7 +124,8 @@ class Tracer:
                         except LeanError as exc:
                             result.failures[path] = exc.message
                         else:
-                            self._store(trace)
+                            if self.cache is not None:
+                                self.cache.store(trace)
                             result.files.append(trace)
                         done += 1
                         if progress is not None:
@@ -218,26 +134,3 @@ class Tracer:
         if dependencies:
             result.dependencies = scan_dependencies(self.project)
         return result
-
-
-def scan_dependencies(project: LeanProject) -> dict[str, SourceScan]:
-    """Scans of the ``.lean`` files of the project's packages and of its toolchain's sources,
-    keyed by path (relative to the project root, or under the toolchain's ``src/lean``)."""
-    from leanloop.lean.toolchain import toolchain_sources
-
-    roots: list[tuple[Path, Path]] = [(root, project.root) for _, root in project.package_roots()]
-    if project.toolchain:
-        sources = toolchain_sources(project.toolchain)
-        if sources is not None:
-            roots.append((sources, sources.parent.parent))
-    scans: dict[str, SourceScan] = {}
-    for root, base in roots:
-        for file in sorted(root.rglob("*.lean")):
-            if ".lake" in file.relative_to(root).parts:
-                continue
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-            scans[str(file.relative_to(base))] = scan(text)
-    return scans

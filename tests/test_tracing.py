@@ -7,19 +7,18 @@ import pytest
 
 from leanloop.data.leandojo import LeanDojoDataset
 from leanloop.data.records import TheoremStatus
-from leanloop.data.traced import (
-    PremiseLocation,
-    annotate,
-    states_after,
-    steps_of,
-)
 from leanloop.database import DynamicDatabase
-from leanloop.database.tracing import trace_project
+from leanloop.lean.elaboration import SorrySite
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.project import open_project
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.trace import Tracer
-from leanloop.lean.transport import ReplayTransport, Transport
+from leanloop.lean.replay import ReplayTransport
+from leanloop.lean.transport import Transport
+from leanloop.tracing.premises import PremiseLocation, annotate
+from leanloop.tracing.project import trace_project
+from leanloop.tracing.records import steps_of
+from leanloop.tracing.states import states_after
+from leanloop.tracing.tracer import Tracer
 
 
 def traced_sources(transcripts):
@@ -84,10 +83,10 @@ def test_trace_is_cached(project, tmp_path):
 
     again = Tracer(lean_project, server_factory=no_lean, cache_dir=tmp_path / "c").trace()
     assert again.cached == 3 and len(again.files) == 3
-    assert (
-        again.files[0].tactics
-        == Tracer(lean_project, server_factory=replaying(exchanges)).trace().files[0].tactics
-    )
+    fresh = Tracer(lean_project, server_factory=replaying(exchanges)).trace()
+    assert again.files[0].tactics == fresh.files[0].tactics
+    assert again.files[0].sorries == fresh.files[0].sorries
+    assert again.files[0].sorries[0] == SorrySite(proof_state=0, goal="⊢ 3 = 4", line=2, column=14)
 
 
 def test_a_failing_file_does_not_stop_the_trace(project, tmp_path):
@@ -119,11 +118,24 @@ def test_steps_and_states_of_a_declaration(project):
     assert states_after(steps, file.source) == ["no goals", "no goals", "no goals"]
 
 
-def test_records_and_database(project, tmp_path):
+def test_records(project, tmp_path):
+    lean_project, exchanges = project
+    traced = trace_project(
+        lean_project, server_factory=replaying(exchanges), cache_dir=tmp_path / "cache"
+    )
+    assert traced.traced_files == ["Calc.lean", "Def.lean", "Ex.lean"]
+    assert traced.cached == 0 and not traced.failures
+    assert [t.full_name for t in traced.theorems] == ["ex"]
+    assert {"f", "ex"} <= {p.full_name for f in traced.source_files for p in f.premises}
+    again = trace_project(lean_project, server_factory=replaying([]), cache_dir=tmp_path / "cache")
+    assert again.cached == 3 and again.theorems == traced.theorems
+
+
+def test_trace_into_the_database(project, tmp_path):
     lean_project, exchanges = project
     db = DynamicDatabase(tmp_path / "t.db")
-    report = trace_project(
-        db, lean_project, server_factory=replaying(exchanges), cache_dir=tmp_path / "cache"
+    report = db.trace_repository(
+        path=lean_project.root, server_factory=replaying(exchanges), cache_dir=tmp_path / "cache"
     )
     assert report.files == 3 and report.counts.theorems_added == 1
     (theorem,) = db.get_theorems()
@@ -138,8 +150,8 @@ def test_records_and_database(project, tmp_path):
     assert {"f", "ex"} <= premises
     assert report.repository.commit.startswith("content-")  # not a git checkout
     before = db.stats()
-    again = trace_project(
-        db, lean_project, server_factory=replaying(exchanges), cache_dir=tmp_path / "cache"
+    again = db.trace_repository(
+        path=lean_project.root, server_factory=replaying([]), cache_dir=tmp_path / "cache"
     )
     assert again.cached_files == 3 and again.counts.theorems_added == 0
     assert db.stats() == before  # tracing twice changes nothing

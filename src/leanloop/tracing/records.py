@@ -2,9 +2,9 @@
 after, premises used, marked in the tactic text), the premise corpus and the traced files.
 
 Positions become LeanDojo's convention (1-based columns). Lean's REPL reports the state before
-each step, not the state after; :func:`states_after` derives it from the tactic blocks of the
-source (see there). A step's premises are the constants Lean reports as used that the tactic
-text names and whose definition is known (in the project or a scanned dependency).
+each step, not the state after; :func:`~leanloop.tracing.states.states_after` derives it from the
+tactic blocks of the source (see there). A step's premises are the constants Lean reports as used
+that the tactic text names and whose definition is known (in the project or a scanned dependency).
 """
 
 from __future__ import annotations
@@ -15,62 +15,34 @@ from dataclasses import dataclass, field
 
 from leanloop.data.records import (
     NO_GOALS,
-    AnnotatedTactic,
-    Pos,
     Premise,
-    PremiseRef,
     Repository,
     SourceFile,
     Theorem,
     TheoremStatus,
     TracedTactic,
 )
-from leanloop.data.states import states_after
-from leanloop.lean.lexer import Kind, tokenize
+from leanloop.lean.elaboration import TacticStep
 from leanloop.lean.project import LeanProject
-from leanloop.lean.repl import TacticStep
-from leanloop.lean.scanner import THEOREM_KINDS, Declaration, Location, SourceScan
-from leanloop.lean.trace import FileTrace, ProjectTrace
-
-
-def leandojo_pos(location: Location) -> Pos:
-    """Lean's (line, 0-based column) as LeanDojo's (line, 1-based column)."""
-    return Pos(location.line, location.column + 1)
-
-
-@dataclass(frozen=True)
-class PremiseLocation:
-    path: str
-    start: Pos
-    end: Pos
+from leanloop.lean.scanner import THEOREM_KINDS, Declaration, SourceScan
+from leanloop.tracing.file_trace import FileTrace
+from leanloop.tracing.premises import PremiseLocation, annotate, leandojo_pos, premise_locations
+from leanloop.tracing.states import states_after
+from leanloop.tracing.tracer import ProjectTrace
 
 
 @dataclass
 class TracedProject:
-    """The records of one traced project."""
+    """The records of one traced project, and how its tracing went: the files that could not be
+    traced (with why), how many traced files came from the cache, and what was skipped."""
 
     repository: Repository
     theorems: list[Theorem]
     source_files: list[SourceFile]
     traced_files: list[str]
     skipped: dict[str, str] = field(default_factory=dict)  # theorem or file -> why
-
-
-def premise_locations(scans: Mapping[str, SourceScan]) -> dict[str, PremiseLocation]:
-    """Full name -> where its name is written, for every named declaration."""
-    index: dict[str, PremiseLocation] = {}
-    for path, scanned in scans.items():
-        for declaration in scanned.declarations:
-            if declaration.full_name and declaration.name_start and declaration.name_end:
-                index.setdefault(
-                    declaration.full_name,
-                    PremiseLocation(
-                        path,
-                        leandojo_pos(declaration.name_start),
-                        leandojo_pos(declaration.name_end),
-                    ),
-                )
-    return index
+    failures: dict[str, str] = field(default_factory=dict)  # file -> why it was not traced
+    cached: int = 0  # traced files that came from the cache
 
 
 def steps_of(declaration: Declaration, tactics: Iterable[TacticStep]) -> list[TacticStep]:
@@ -82,76 +54,6 @@ def steps_of(declaration: Declaration, tactics: Iterable[TacticStep]) -> list[Ta
         if declaration.contains(t.line, t.column) and t.goals_before.strip() != NO_GOALS
     ]
     return sorted(inside, key=lambda t: (t.line, t.column, -t.end_line, -t.end_column))
-
-
-def _resolve(identifier: str, used: Iterable[str], context: Iterable[str]) -> str | None:
-    """The used constant an identifier in the tactic refers to."""
-    used = list(used)
-    if identifier in used:
-        return identifier
-    candidates = [c for c in used if c.endswith("." + identifier)]
-    if not candidates:
-        return None
-    for prefix in context:  # the enclosing namespaces and the open ones
-        qualified = f"{prefix}.{identifier}"
-        if qualified in candidates:
-            return qualified
-    return min(candidates, key=len)
-
-
-def _longest_reference(
-    identifier: str, used: list[str], context: list[str]
-) -> tuple[str, int] | None:
-    """The constant a dotted identifier names, with the length of the part naming it: the whole
-    identifier, or the part before numeric projections (``foo.2`` names ``foo``); ``_root_.x``
-    names ``x``. Field notation on a constant (``foo.mp``) names ``Iff.mp``, not ``foo``, and is
-    not marked (as in LeanDojo's data)."""
-    parts = identifier.split(".")
-    projections = len(parts)
-    while projections > 1 and parts[projections - 1].isdigit():
-        projections -= 1
-    for count in range(len(parts), projections - 1, -1):
-        written = ".".join(parts[:count])
-        name = written.removeprefix("_root_.")
-        resolved = _resolve(name, used, context if name == written else [])
-        if resolved is not None:
-            return resolved, len(written)
-    return None
-
-
-def annotate(
-    tactic: str,
-    used_constants: Iterable[str],
-    index: Mapping[str, PremiseLocation],
-    context: Iterable[str] = (),
-) -> AnnotatedTactic:
-    """Mark the identifiers of ``tactic`` that name used constants with a known definition."""
-    used = [c for c in used_constants if c in index]
-    context = list(context)
-    pieces: list[str] = []
-    refs: list[PremiseRef] = []
-    last = 0
-    for token in tokenize(tactic):
-        if token.kind is not Kind.IDENT:
-            continue
-        found = _longest_reference(token.text, used, context)
-        if found is None:
-            continue
-        name, length = found
-        location = index[name]
-        pieces.append(tactic[last : token.start])
-        pieces.append(f"<a>{tactic[token.start : token.start + length]}</a>")
-        last = token.start + length
-        refs.append(
-            PremiseRef(
-                full_name=name,
-                def_path=location.path,
-                def_pos=location.start,
-                def_end_pos=location.end,
-            )
-        )
-    pieces.append(tactic[last:])
-    return AnnotatedTactic(text="".join(pieces), premises=tuple(refs))
 
 
 def _context(declaration: Declaration) -> list[str]:
@@ -207,8 +109,7 @@ def theorem_records(
             for step, state_after in zip(steps, after, strict=True)
         )
         has_sorry = declaration.has_sorry or any(
-            line is not None and declaration.contains(line, column or 0)
-            for _, _, line, column in file.sorries
+            s.line is not None and declaration.contains(s.line, s.column or 0) for s in file.sorries
         )
         theorems.append(
             Theorem(
@@ -262,4 +163,6 @@ def records_from_trace(trace: ProjectTrace) -> TracedProject:
         source_files=files,
         traced_files=[f.path for f in trace.files],
         skipped=skipped,
+        failures=dict(trace.failures),
+        cached=trace.cached,
     )

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from leanloop.data.records import NO_GOALS
+from leanloop.lean.elaboration import TacticStep
 from leanloop.lean.lexer import Kind, Token, tokenize
-from leanloop.lean.repl import TacticStep
 
 #: Tokens that open a block which must close its goals: a ``by`` block, a ``·`` (or ``.``)
 #: focusing block, the ``=>`` of ``case``, ``next``, ``induction ... with`` alternatives, ``match``,
@@ -99,9 +99,9 @@ def _block_items(steps: list[TacticStep], source: str) -> list[_Item]:
 
 
 def states_after(steps: list[TacticStep], source: str) -> list[str]:
-    """The state after each step (``steps`` in source order, as :func:`steps_of` gives them;
-    positions refer to ``source``), as LeanDojo records it: Lean's goals after the tactic within
-    its tactic block.
+    """The state after each step (``steps`` in source order, as
+    :func:`~leanloop.tracing.records.steps_of` gives them; positions refer to ``source``), as
+    LeanDojo records it: Lean's goals after the tactic within its tactic block.
 
     Inside a block the state after a step is the state before the next item of the same block:
     the next step (or ``·`` block) that starts after it ends, if it lies in the same enclosing

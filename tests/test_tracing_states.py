@@ -14,11 +14,11 @@ from __future__ import annotations
 import pytest
 
 from leanloop.data.records import NO_GOALS
-from leanloop.data.states import states_after
-from leanloop.data.traced import steps_of
-from leanloop.lean.repl import TacticStep
-from leanloop.lean.trace import Tracer
-from tests.test_lean_trace import demo_project, replaying
+from leanloop.lean.elaboration import TacticStep
+from leanloop.tracing.records import steps_of
+from leanloop.tracing.states import states_after
+from leanloop.tracing.tracer import Tracer
+from tests.test_tracing import demo_project, replaying
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def traced_states(file):
 def test_the_last_tactic_of_a_calc_steps_by_block_closes_that_block(traced):
     file = traced["Calc.lean"]
     # Lean's own account: each `sorry` closes the goal of its own calc step
-    assert [(goal, line, column) for _, goal, line, column in file.sorries] == [
+    assert [(s.goal, s.line, s.column) for s in file.sorries] == [
         ("⊢ 3 = 4", 2, 14),
         ("⊢ 4 = 5", 3, 14),
     ]
@@ -83,7 +83,18 @@ def steps_in(source: str, *tactics: tuple[str, str]) -> list[TacticStep]:
         at = source.index(text, start)
         line, column = position(source, at)
         end_line, end_column = position(source, at + len(text))
-        steps.append(TacticStep(text, before, line, column, end_line, end_column, (), 0))
+        steps.append(
+            TacticStep(
+                tactic=text,
+                goals_before=before,
+                line=line,
+                column=column,
+                end_line=end_line,
+                end_column=end_column,
+                used_constants=(),
+                proof_state=0,
+            )
+        )
         start = at + 1
     return sorted(steps, key=lambda s: (s.line, s.column, -s.end_line, -s.end_column))
 

@@ -1,0 +1,71 @@
+"""A transport that answers with recorded exchanges and checks that each request equals the
+recorded one (to test clients against real recorded Lean output)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from leanloop.lean.transport import Transport
+
+
+class ReplayMismatch(AssertionError):
+    """A replayed recording received a request other than the recorded one."""
+
+
+class ReplayTransport(Transport):
+    """Answers each request with the recorded answer; fails if a request differs from the
+    recording (so a test checks what a client sends as well as how it reads the answers).
+
+    With ``ordered=False`` requests may come in any order (each recorded exchange is used once),
+    for clients that work on several recordings concurrently.
+    """
+
+    def __init__(
+        self,
+        exchanges: Sequence[tuple[Any, Any]],
+        *,
+        name: str = "recording",
+        ordered: bool = True,
+    ) -> None:
+        self.exchanges = list(exchanges)
+        self.position = 0
+        self.name = name
+        self.generation = 1
+        self.ordered = ordered
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+
+    def exchange(self, request: Any) -> Any:
+        if not self.ordered:
+            return self._exchange_unordered(request)
+        if self.position >= len(self.exchanges):
+            raise ReplayMismatch(f"{self.name}: unexpected extra request {request!r}")
+        expected, answer = self.exchanges[self.position]
+        if _normalise(request) != _normalise(expected):
+            raise ReplayMismatch(
+                f"{self.name}: request #{self.position} differs from the recording:\n"
+                f"  sent:     {request!r}\n  recorded: {expected!r}"
+            )
+        self.position += 1
+        return answer
+
+    def _exchange_unordered(self, request: Any) -> Any:
+        with self._lock:
+            for index, (expected, answer) in enumerate(self.exchanges):
+                if index not in self._used and _normalise(expected) == _normalise(request):
+                    self._used.add(index)
+                    self.position += 1
+                    return answer
+        raise ReplayMismatch(f"{self.name}: no recorded exchange for request {request!r}")
+
+    @property
+    def finished(self) -> bool:
+        return self.position == len(self.exchanges)
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    return value
