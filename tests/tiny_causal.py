@@ -1,7 +1,7 @@
 """Test material for the tactic-generator tests: a tiny causal language model (a Llama or Qwen3
 config with a few hundred thousand parameters and a byte-level BPE tokenizer trained on the fly on
 the sample's states and tactics, ChatML template, ``<|im_end|>`` as end token), a SQLite database
-holding the real sample plus a second repository made of moved copies, and weight snapshots."""
+holding the real sample plus a second repository made of renamed copies, and weight snapshots."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import Repository, Theorem
 from leanloop.ml.models import CHATML_TEMPLATE
-from tests.helpers import moved, sample_theorems
+from tests.helpers import renamed, sample_theorems
 
 SECOND_REPOSITORY = Repository(
     url="https://github.com/leanloop-tests/second-project", commit="5e" * 20
@@ -120,8 +120,9 @@ def shared_tiny_model(sample_dir: Path, arch: str = "llama") -> Path:
 
 def two_repository_db(path: Path, sample_dir: Path, *, second_size: int = 60):
     """A SQLite database with the real sample (one repository) and a second repository holding
-    moved copies of its first ``second_size`` theorems; returns the database and both
-    repositories in training order."""
+    renamed copies of its first ``second_size`` theorems (identical copies would be exported
+    once, as copies of a theorem in a fork are); returns the database and both repositories in
+    training order."""
     from leanloop.database import DynamicDatabase
 
     database = DynamicDatabase(path)
@@ -129,7 +130,7 @@ def two_repository_db(path: Path, sample_dir: Path, *, second_size: int = 60):
     (first,) = database.get_repositories()
     second = SECOND_REPOSITORY
     copies = [
-        moved(t, url=second.url, commit=second.commit)
+        renamed(t, "_second", url=second.url, commit=second.commit)
         for t in sample_theorems(sample_dir)[:second_size]
     ]
     database.add_repository(second, copies)

@@ -21,7 +21,7 @@ from leanloop.database.access import DatabaseAccess
 from leanloop.database.assign import forget_split_settings
 from leanloop.database.export import ExportReport, export_merged
 from leanloop.database.ingest import IngestCounts
-from leanloop.database.loader import add_records, import_dataset
+from leanloop.database.loader import TraceReport, add_records, import_dataset
 from leanloop.database.queries import RepositoryLike
 from leanloop.database.schema import repositories as repository_table
 from leanloop.database.schema import split_assignments, theorems
@@ -30,18 +30,6 @@ from leanloop.database.stats import Curriculum, DatabaseStats, collect_stats, cu
 from leanloop.errors import LeanloopError
 
 Progress = Callable[[int, int | None], None]
-
-
-class TraceReport(BaseModel):
-    """What tracing a project added (``DynamicDatabase.trace_repository``): the counts, the
-    files traced (how many from the cache), the files that failed and what was skipped, with why."""
-
-    repository: Repository
-    counts: IngestCounts
-    files: int
-    cached_files: int
-    failures: dict[str, str] = {}
-    skipped: dict[str, str] = {}
 
 
 class DynamicDatabase:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+from pydantic import BaseModel
 from sqlalchemy.engine import Connection
 
 from leanloop.data.leandojo.reader import LeanDojoDataset
@@ -16,6 +17,18 @@ from leanloop.database.rows import key_digest
 from leanloop.errors import DataFormatError, LeanloopError
 
 Progress = Callable[[int, int | None], None]
+
+
+class TraceReport(BaseModel):
+    """What tracing a project added (``DynamicDatabase.trace_repository``): the counts, the
+    files traced (how many from the cache), the files that failed and what was skipped, with why."""
+
+    repository: Repository
+    counts: IngestCounts
+    files: int
+    cached_files: int
+    failures: dict[str, str] = {}
+    skipped: dict[str, str] = {}
 
 
 def _batches(items: Iterable, size: int) -> Iterable[list]:
