@@ -412,3 +412,34 @@ def test_a_path_with_url_characters_is_a_path(tmp_path, sample_dir):
     db.import_leandojo(sample_dir)
     assert path.is_file() and db.sqlite_path == path
     assert not (tmp_path / "odd").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "words"),
+    [
+        (lambda t: {"full_name": t.full_name + "\x00"}, "full_name", "NUL character"),
+        (lambda t: {"statement": "\ud800"}, "statement", "lone surrogate"),
+        (lambda t: {"start": (2**40, 1)}, "start.0", "outside the range"),
+    ],
+)
+def test_records_made_in_code_that_cannot_be_stored_are_named(db, sample_dir, change, field, words):
+    theorem = sample_theorems(sample_dir)[5]
+    bad = theorem.model_copy(update=change(theorem))  # model_copy skips validation
+    repo = Repository(url=theorem.url, commit=theorem.commit)
+    with pytest.raises(LeanloopError, match=rf"cannot store theorem .*field '{field}' .*{words}"):
+        db.add_repository(repo, [sample_theorems(sample_dir)[0], bad])
+    assert db.get_repositories() == []  # nothing was stored, on either engine
+
+
+def test_duplicates_with_other_content_are_counted_not_dropped_silently(db, sample_dir, tmp_path):
+    theorems = [t for t in sample_theorems(sample_dir) if t.traced_tactics][:3]
+    changed = theorems[1].model_copy(update={"traced_tactics": theorems[1].traced_tactics[:1]})
+    root = write_dataset(tmp_path / "d", {"random/test": [*theorems, theorems[0], changed]})
+    counts = db.import_leandojo(root)
+    assert counts.theorems_added == 3
+    assert counts.duplicates_conflicting == 1  # the exact repeat of theorems[0] is not counted
+    assert counts.duplicate_examples == [
+        f"{theorems[1].full_name} ({root / 'random' / 'test.json'}, item #4)"
+    ]
+    stored = {t.full_name: t for t in db.get_theorems()}
+    assert stored[theorems[1].full_name].traced_tactics == theorems[1].traced_tactics  # first kept

@@ -80,3 +80,54 @@ def test_missing_and_non_utf8_files(tmp_path):
     broken.write_text('{"a": }')
     with pytest.raises(DataFormatError, match="line 1"):
         read_json(broken)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 1 << 20])
+def test_bytes_that_are_not_utf8_are_reported_with_their_line(tmp_path, chunk):
+    path = tmp_path / "a.json"
+    path.write_bytes(b'[\n{"a": "\xe2\x88\x80 x"},\n\n{"b": "\xff"}]')
+    with pytest.raises(DataFormatError, match=r"line 4.*not valid UTF-8 text \(byte 0xff"):
+        list(iter_json_array(path, chunk_size=chunk))
+    cut = tmp_path / "cut.json"
+    cut.write_bytes(b'["\xe2\x88')  # the file ends inside a character
+    with pytest.raises(DataFormatError, match=r"line 1.*not valid UTF-8"):
+        list(iter_json_array(cut, chunk_size=chunk))
+
+
+def test_jsonl_bytes_that_are_not_utf8(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"b": "\xff"}\n')
+    with pytest.raises(DataFormatError, match=r"line 2.*not valid UTF-8"):
+        list(iter_jsonl(path))
+
+
+def test_nesting_too_deep_is_an_error_not_a_crash(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[1, " + "[" * 200_000 + "]" * 200_000 + "]")
+    with pytest.raises(DataFormatError, match=r"item #1.*nested too deeply"):
+        list(iter_json_array(path))
+    lines = tmp_path / "deep.jsonl"
+    lines.write_text("[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(DataFormatError, match="line 1"):
+        list(iter_jsonl(lines))
+
+
+@pytest.mark.parametrize(
+    ("escape", "words"), [("\\ud800", "lone surrogate"), ("a\\u0000b", "NUL character")]
+)
+def test_text_no_database_can_store_names_item_and_field(tmp_path, escape, words):
+    path = tmp_path / "a.json"
+    path.write_text('[{"x": "ok \\ud835\\udcdd"},\n {"x": {"y": ["fine", "' + escape + '"]}}]')
+    with pytest.raises(DataFormatError, match=rf"line 2.*item #1.*field 'x\.y\.1'.*{words}"):
+        list(iter_json_array(path))
+    lines = tmp_path / "a.jsonl"
+    lines.write_text('{"x": "a\\u0000"}\n')
+    with pytest.raises(DataFormatError, match=r"line 1.*field 'x'.*NUL"):
+        list(iter_jsonl(lines))
+
+
+def test_a_truncated_json_document_says_so(tmp_path):
+    path = tmp_path / "metadata.json"
+    path.write_text('{"from_repo": {"url": "x", ')
+    with pytest.raises(DataFormatError, match="truncated"):
+        read_json(path)

@@ -2,12 +2,16 @@
 
 A LeanDojo split file is one JSON array that can be gigabytes long and is usually written on a
 single line. The array reader decodes one element at a time, so memory holds only the element being
-read, and a syntax error is reported with its line, column and element number.
+read, and a syntax error is reported with its line, column and element number. Bytes that are not
+UTF-8, nesting too deep to decode, and text no database can store (lone UTF-16 surrogates, NUL
+characters) are reported the same way.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +22,32 @@ import orjson
 from leanloop.errors import DataFormatError
 
 _WHITESPACE = " \t\n\r\ufeff"
+#: JSON escapes that may decode to text a database cannot store (checked precisely when found).
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable_text(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The first string in ``value`` (field path, problem) holding a NUL character or a lone
+    UTF-16 surrogate, which neither UTF-8 files nor PostgreSQL can hold; None when clean."""
+    if isinstance(value, str):
+        found = _UNSTORABLE.search(value)
+        if found is None:
+            return None
+        char = found.group()
+        what = "a NUL character" if char == "\x00" else f"a lone surrogate (\\u{ord(char):04x})"
+        return path, f"contains {what}, which cannot be stored as text"
+    if isinstance(value, dict):
+        items = value.items()
+    elif isinstance(value, list | tuple):
+        items = enumerate(value)
+    else:
+        return None
+    for key, item in items:
+        found = unstorable_text(item, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +64,11 @@ class _Buffer:
     """A sliding window over a text file that knows the line and column of every character."""
 
     def __init__(self, handle, path: Path, chunk_size: int) -> None:
-        self.handle = handle
+        self.handle = handle  # binary: bytes are decoded here, so a bad byte has a line
         self.path = path
         self.chunk_size = chunk_size
+        self._decoder = codecs.getincrementaldecoder("utf-8")()
+        self._newlines_read = 0  # newlines in the bytes decoded so far
         self.text = ""
         self.pos = 0
         self.eof = False
@@ -70,11 +102,21 @@ class _Buffer:
             self.text = self.text[self.pos :]
             self.pos = 0
             self._mark = (0, self._line, self._column)
+        raw = self.handle.read(max(self.chunk_size, len(self.text)))
         try:
-            chunk = self.handle.read(max(self.chunk_size, len(self.text)))
+            chunk = self._decoder.decode(raw, final=not raw)
         except UnicodeDecodeError as exc:
-            raise DataFormatError(self.path, f"not valid UTF-8 text ({exc.reason})") from None
-        if not chunk:
+            # exc.object is the bytes decoded: a partial character left from the last chunk
+            # (no newline in it) and this chunk
+            line = self._newlines_read + exc.object.count(b"\n", 0, exc.start) + 1
+            raise DataFormatError(
+                self.path,
+                f"not valid UTF-8 text (byte 0x{exc.object[exc.start]:02x}: {exc.reason})",
+                line=line,
+                hint="the file must be UTF-8 encoded, as JSON is",
+            ) from None
+        self._newlines_read += raw.count(b"\n")
+        if not raw:
             self.eof = True
             return False
         self.text += chunk
@@ -102,7 +144,7 @@ def iter_json_array(
     path = Path(path)
     decoder = json.JSONDecoder()
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as exc:
         raise DataFormatError(path, f"cannot open file ({exc.strerror})") from None
     with handle:
@@ -131,6 +173,10 @@ def iter_json_array(
                 start = buf.pos
                 try:
                     value, end = decoder.raw_decode(buf.text, start)
+                except RecursionError:
+                    raise buf.error(
+                        "the element is nested too deeply to read", start, item=index
+                    ) from None
                 except json.JSONDecodeError as exc:
                     if buf.eof or len(buf.text) - start > max_item_chars:
                         problem = exc.msg
@@ -144,6 +190,12 @@ def iter_json_array(
                     continue
                 break
             line, column = buf.locate(start)
+            if _SUSPECT_ESCAPE.search(buf.text, start, end):
+                found = unstorable_text(value)
+                if found is not None:
+                    raise DataFormatError(
+                        path, found[1], line=line, column=column, item=index, field=found[0] or None
+                    )
             buf.pos = end
             yield JsonItem(index, line, column, value)
             index += 1
@@ -166,10 +218,17 @@ def iter_jsonl(path: str | Path) -> Iterator[JsonItem]:
             try:
                 value = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                problem = f"malformed JSON ({exc.msg})"
+                if "UTF-8" in exc.msg:
+                    problem = "not valid UTF-8 text"
+                else:
+                    problem = f"malformed JSON ({exc.msg})"
                 if not raw.endswith(b"\n"):
                     problem += "; the last line is incomplete (truncated file?)"
                 raise DataFormatError(path, problem, line=number, column=exc.colno) from None
+            if b"\\u0000" in raw:
+                found = unstorable_text(value)
+                if found is not None:
+                    raise DataFormatError(path, found[1], line=number, field=found[0] or None)
             yield JsonItem(index, number, 1, value)
             index += 1
 
@@ -182,6 +241,7 @@ def read_json(path: str | Path) -> Any:
     except OSError as exc:
         raise DataFormatError(path, f"cannot read file ({exc.strerror})") from None
     except orjson.JSONDecodeError as exc:
-        raise DataFormatError(
-            path, f"malformed JSON ({exc.msg})", line=exc.lineno, column=exc.colno
-        ) from None
+        problem = f"malformed JSON ({exc.msg})"
+        if exc.pos >= len(exc.doc) - 1:
+            problem += "; the file ends too early (truncated?)"
+        raise DataFormatError(path, problem, line=exc.lineno, column=exc.colno) from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from functools import cached_property, lru_cache
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,11 +17,17 @@ _PREMISE_MARK = re.compile(r"</?a>")
 _SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
 
 
-class Pos(NamedTuple):
-    """A position in a Lean source file: 1-based line, column as Lean reports it."""
+#: The largest line or column a database column of positions holds (a 32-bit integer).
+MAX_POSITION = 2**31 - 1
+_Coordinate = Annotated[int, Field(ge=0, le=MAX_POSITION)]
 
-    line: int
-    column: int
+
+class Pos(NamedTuple):
+    """A position in a Lean source file: 1-based line, column as Lean reports it (each checked
+    to lie in 0..2**31-1 when a record is validated)."""
+
+    line: _Coordinate
+    column: _Coordinate
 
     def __str__(self) -> str:
         return f"{self.line}:{self.column}"
@@ -114,10 +120,10 @@ class Theorem(_Record):
     status: TheoremStatus = TheoremStatus.PROVEN
     proof: str | None = Field(default=None, description="A verified proof found for a sorry.")
 
-    @field_validator("full_name", "file_path")
+    @field_validator("url", "commit", "full_name", "file_path")
     @classmethod
     def _not_empty(cls, value: str) -> str:
-        if not value:
+        if not value.strip():
             raise ValueError("must not be empty")
         return value
 
@@ -176,6 +182,13 @@ class Repository(_Record):
     commit: str
     lean_version: str | None = None
     name: str = ""
+
+    @field_validator("url", "commit")
+    @classmethod
+    def _not_empty(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
 
     @model_validator(mode="after")
     def _default_name(self) -> Repository:

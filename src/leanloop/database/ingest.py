@@ -3,14 +3,16 @@ one transaction the caller owns."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from leanloop.data.records import Repository, SourceFile, Theorem, TheoremStatus
+from leanloop.data.jsonstream import unstorable_text
+from leanloop.data.records import MAX_POSITION, Repository, SourceFile, Theorem, TheoremStatus
 from leanloop.database.rows import (
     dumps_list,
     key_digest,
@@ -27,6 +29,7 @@ from leanloop.database.schema import (
     tactics,
     theorems,
 )
+from leanloop.errors import LeanloopError
 
 
 @dataclass
@@ -42,7 +45,53 @@ class IngestCounts:
     sorries_resolved: int = 0
     split_labels_added: int = 0
     split_labels_conflicting: int = 0
+    #: theorems found again (same repository, commit, file and name) with other content: the
+    #: first occurrence is kept
+    duplicates_conflicting: int = 0
+    duplicate_examples: list[str] = field(default_factory=list)
     repositories: list[Repository] = field(default_factory=list)
+
+
+def unstorable(record: Theorem | SourceFile) -> tuple[str, str] | None:
+    """(field, problem) for a record holding text or a number no database column can hold."""
+    data = record.model_dump(mode="python")
+    found = unstorable_text(data)
+    if found is not None:
+        return found
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int) and not 0 <= value <= MAX_POSITION:
+            return path, f"is {value}, outside the range a database column holds"
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{k}" if path else str(k), v) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{path}.{i}", v) for i, v in enumerate(value))
+    return None
+
+
+def describe(record: Theorem | SourceFile) -> str:
+    if isinstance(record, Theorem):
+        return f"theorem {record.full_name} ({record.file_path})"
+    return f"file {record.path}"
+
+
+@contextlib.contextmanager
+def explain_unstorable(batch: list[Theorem] | list[SourceFile]) -> Iterator[None]:
+    """Turn a failure to store a batch into an error naming the record and field at fault
+    (records made in code skip the checks reading a file does)."""
+    try:
+        yield
+    except (UnicodeEncodeError, OverflowError, sa.exc.DataError, sa.exc.StatementError) as exc:
+        for record in batch:
+            found = unstorable(record)
+            if found is not None:
+                raise LeanloopError(
+                    f"cannot store {describe(record)}: field '{found[0]}' {found[1]}"
+                ) from exc
+        raise
 
 
 class Ingest:
@@ -93,6 +142,10 @@ class Ingest:
         """Insert the theorems of ``batch`` not yet stored for this repository."""
         if not batch:
             return
+        with explain_unstorable(batch):
+            self._add_theorems(repo_id, batch)
+
+    def _add_theorems(self, repo_id: int, batch: list[Theorem]) -> None:
         unique: dict[str, Theorem] = {}
         for theorem in batch:
             unique.setdefault(key_digest(theorem.key), theorem)
@@ -132,6 +185,10 @@ class Ingest:
         a file known only as traced becomes part of the corpus."""
         if not batch:
             return
+        with explain_unstorable(batch):
+            self._add_source_files(repo_id, batch)
+
+    def _add_source_files(self, repo_id: int, batch: list[SourceFile]) -> None:
         paths = [f.path for f in batch]
         present = {
             row.path: row

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 
+import orjson
 from pydantic import BaseModel
 from sqlalchemy.engine import Connection
 
 from leanloop.data.leandojo.reader import LeanDojoDataset
 from leanloop.data.records import Repository, SourceFile, Theorem, TheoremKey
 from leanloop.database.assign import record_split_settings, stored_split_settings
-from leanloop.database.ingest import Ingest, IngestCounts
+from leanloop.database.ingest import Ingest, IngestCounts, describe, unstorable
 from leanloop.database.rows import key_digest
 from leanloop.errors import DataFormatError, LeanloopError
 
@@ -56,17 +57,23 @@ def add_records(
     ingest = Ingest(conn, batch_size=batch_size)
     repo_id = ingest.repository_id(repository, source=source)
 
-    def checked(theorem: Theorem) -> Theorem:
-        if theorem.key.repository != repository.identity or theorem.commit != repository.commit:
+    def checked(record):
+        """Records made in code have not been through a file reader's checks: check here."""
+        if isinstance(record, Theorem) and (
+            record.key.repository != repository.identity or record.commit != repository.commit
+        ):
             raise LeanloopError(
-                f"theorem {theorem.full_name} belongs to {theorem.url}@{theorem.commit}, "
+                f"theorem {record.full_name} belongs to {record.url}@{record.commit}, "
                 f"not to {repository.url}@{repository.commit}"
             )
-        return theorem
+        found = unstorable(record)
+        if found is not None:
+            raise LeanloopError(f"cannot store {describe(record)}: field '{found[0]}' {found[1]}")
+        return record
 
     for batch in _batches(map(checked, theorems), batch_size):
         ingest.add_theorems(repo_id, batch)
-    for batch in _batches(source_files, batch_size):
+    for batch in _batches(map(checked, source_files), batch_size):
         ingest.add_source_files(repo_id, batch)
     ingest.mark_traced(repo_id, traced_files)
     ingest.resolve_sorries(repo_id)
@@ -86,7 +93,7 @@ def import_dataset(
     ``metadata.json`` names); with ``keep_splits`` the dataset's split labels are stored."""
     source = f"leandojo:{dataset.path}"
     ingest = Ingest(conn, batch_size=batch_size)
-    seen: set[tuple[TheoremKey, str]] = set()
+    seen: dict[tuple[TheoremKey, str], int] = {}  # theorem at a commit -> hash of its content
     pending: dict[int, list[Theorem]] = defaultdict(list)
     repo_of_path: dict[str, int] = {}
     repo_ids: dict[tuple[str, str], int] = {}
@@ -96,10 +103,17 @@ def import_dataset(
     for done, item in enumerate(items, start=1):
         key = item.key
         ident = (key, str(item.raw.get("commit"))) if key is not None else None
-        if ident is None or ident not in seen:
+        if ident is not None and ident in seen:
+            if seen[ident] != _content_hash(item.raw):
+                ingest.counts.duplicates_conflicting += 1
+                if len(ingest.counts.duplicate_examples) < 5:
+                    ingest.counts.duplicate_examples.append(
+                        f"{key.full_name} ({item.source.path}, item #{item.index})"
+                    )
+        else:
             theorem = item.parse()
             key = theorem.key
-            seen.add((key, theorem.commit))
+            seen[key, theorem.commit] = _content_hash(item.raw)
             repo_id = repo_ids.get((theorem.url, theorem.commit))
             if repo_id is None:
                 repo_id = ingest.repository_id(
@@ -143,6 +157,10 @@ def import_dataset(
     for rid in repo_ids.values():  # every commit read, also several of one repository
         ingest.resolve_sorries(rid)
     return ingest.counts
+
+
+def _content_hash(raw: object) -> int:
+    return hash(orjson.dumps(raw))
 
 
 def _dataset_repository(

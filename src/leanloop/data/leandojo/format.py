@@ -217,7 +217,8 @@ def _validate(model, data):
         if error["type"] == "missing":
             problem = "missing field"
         else:
-            problem = f"{error['msg'][0].lower()}{error['msg'][1:]}"
+            message = error["msg"].removeprefix("Value error, ")
+            problem = f"{message[0].lower()}{message[1:]}"
             if "input" in error and error["type"] != "value_error":
                 problem += f", got {_json_type(error['input'])}"
         raise SchemaError(field, problem) from None

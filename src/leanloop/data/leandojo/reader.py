@@ -124,10 +124,17 @@ class LeanDojoDataset:
     def repository(self) -> Repository | None:
         """The repository ``metadata.json`` says the dataset was traced from, if it says."""
         origin = self.metadata.get("from_repo")
-        if isinstance(origin, dict) and isinstance(origin.get("url"), str):
-            commit = origin.get("commit")
-            return Repository(url=origin["url"], commit=str(commit or ""))
-        return None
+        if not isinstance(origin, dict) or origin.get("url") is None:
+            return None
+        url, commit = origin.get("url"), origin.get("commit")
+        for name, value in (("url", url), ("commit", commit)):
+            if not isinstance(value, str) or not value.strip():
+                raise DataFormatError(
+                    self.metadata_path or self.path,
+                    "expected a non-empty string",
+                    field=f"from_repo.{name}",
+                )
+        return Repository(url=url, commit=commit)
 
     def complete_schemes(self) -> list[str]:
         """Schemes whose train, val and test files are all present."""
