@@ -270,3 +270,118 @@ def test_doctor_and_trace_without_lean(capsys, tmp_path, monkeypatch):
     assert_one_line_error(code, err, "no such file or directory")
     code, _, err = run(capsys, "trace", str(tmp_path))
     assert_one_line_error(code, err, "is not a Lean project")
+
+
+def test_version_and_plain_help(capsys):
+    from leanloop import __version__
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out.strip() == f"leanloop {__version__}"
+    code, out, _ = run(capsys, "trace", "--help")
+    text = " ".join(out.split())  # help is wrapped to the terminal's width
+    assert code == 0 and "[default: HEAD]" in text and "<bool>" not in text
+    code, out, _ = run(capsys, "db", "export", "--help")
+    text = " ".join(out.split())
+    assert "[default: all]" in text and "the settings that made the stored splits" in text
+
+
+def test_export_keeps_the_users_files_and_database(capsys, sample_dir, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    (work / "checkpoints").mkdir(parents=True)
+    (work / "checkpoints" / "model.bin").write_text("weights")
+    (work / "notes.txt").write_text("mine")
+    db = str(work / "merged.db")  # the database kept inside the export directory
+    assert run(capsys, "db", "import", str(sample_dir), "--db", db)[0] == 0
+    code, _, err = run(capsys, "db", "export", str(work), "--db", db)
+    assert code == 0, err
+    code, _, err = run(capsys, "db", "export", str(work), "--db", db)  # again, over it
+    assert code == 0, err
+    assert (work / "notes.txt").read_text() == "mine"
+    assert (work / "checkpoints" / "model.bin").read_text() == "weights"
+    assert run(capsys, "db", "stats", "--db", db)[0] == 0  # the database is intact
+    monkeypatch.chdir(work)
+    inode = work.stat().st_ino
+    code, _, err = run(capsys, "db", "export", ".", "--db", db)
+    assert code == 0, err
+    assert work.stat().st_ino == inode and (work / "notes.txt").is_file()
+    (work / "random" / "notes.txt").write_text("also mine")
+    code, _, err = run(capsys, "db", "export", ".", "--db", db)
+    assert_one_line_error(code, err, "refusing", "notes.txt")
+    assert (work / "random" / "notes.txt").read_text() == "also mine"
+
+
+def test_tilde_is_expanded(capsys, sample_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "db", "import", str(sample_dir), "--db", "~/x.db")[0] == 0
+    code, _, err = run(capsys, "db", "export", "~/out", "--db", "~/x.db")
+    assert code == 0, err
+    assert (tmp_path / "home" / "x.db").is_file() and (
+        tmp_path / "home" / "out" / "corpus.jsonl"
+    ).is_file()
+    assert not (tmp_path / "~").exists()
+
+
+@pytest.mark.parametrize(
+    ("db", "words"),
+    [
+        ("", "--db is empty"),
+        ("sqlite://", "in-memory"),
+        ("sqlite:///:memory:", "in-memory"),
+        ("mysql://u@h/db", "SQLite or PostgreSQL"),
+        ("postgresql://u@h:notaport/db", "not a database URL"),
+    ],
+)
+def test_databases_the_command_line_refuses(capsys, sample_dir, db, words):
+    code, _, err = run(capsys, "db", "import", str(sample_dir), "--db", db)
+    assert_one_line_error(code, err, words)
+
+
+def test_export_settings_and_reset(capsys, sample_dir, tmp_path):
+    db = str(tmp_path / "x.db")
+    run(capsys, "db", "import", str(sample_dir), "--db", db)
+    assert run(capsys, "db", "export", str(tmp_path / "a"), "--db", db, "--val", "5")[0] == 0
+    code, out, err = run(capsys, "db", "export", str(tmp_path / "b"), "--db", db, "--val", "9")
+    assert code == 0 and "val 5" in out
+    assert "warning: random: the stored splits were made with val=5" in err
+    code, _, err = run(capsys, "db", "export", str(tmp_path / "c"), "--db", db, "--test", "500")
+    assert code == 0  # the stored settings apply; nothing new to place
+    code, out, _ = run(capsys, "db", "reset-splits", "--db", db, "--scheme", "random")
+    assert code == 0 and "forgot 177 split assignments of random" in out
+    code, _, err = run(capsys, "db", "export", str(tmp_path / "d"), "--db", db, "--test", "500")
+    assert_one_line_error(code, err, "leave train", "empty")
+    code, _, err = run(capsys, "db", "reset-splits", "--db", db, "--scheme", "nope")
+    assert_one_line_error(code, err, "unknown split scheme")
+
+
+def test_run_refuses_an_output_file_before_importing(capsys, sample_dir, tmp_path):
+    (tmp_path / "out.txt").write_text("a file")
+    code, _, err = run(
+        capsys,
+        "run",
+        "--source",
+        str(sample_dir),
+        "--db",
+        str(tmp_path / "r.db"),
+        "--out",
+        str(tmp_path / "out.txt"),
+    )
+    assert_one_line_error(code, err, "out.txt", "directory")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_failed_download_leaves_no_empty_folder(capsys, tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from leanloop.data.leandojo import download as dl
+
+    monkeypatch.setitem(
+        dl.RELEASES,
+        "leandojo-benchmark-4",
+        replace(dl.LEANDOJO_BENCHMARK_4, url="http://127.0.0.1:9/x"),
+    )
+    code, _, err = run(
+        capsys, "data", "download", "leandojo-benchmark-4", "--dest", str(tmp_path / "new" / "d")
+    )
+    assert_one_line_error(code, err, "cannot download")
+    assert not (tmp_path / "new").exists()

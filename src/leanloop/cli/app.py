@@ -1,22 +1,21 @@
-"""The ``leanloop`` command line: its command groups and the error handling of every command."""
+"""The ``leanloop`` command line: its command groups, the logging of warnings to stderr, and the
+error handling of every command."""
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import typer
 from rich.markup import escape
 
 from leanloop.cli import data_cmd, db_cmd, lean_cmd, run_cmd
-from leanloop.cli.common import err_console
+from leanloop.cli.common import err_console, new_app
 from leanloop.errors import LeanloopError
 
-app = typer.Typer(
+app = new_app(
     name="leanloop",
     help="AI-assisted theorem proving in Lean 4: trace, remember, train, prove, serve.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
 )
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
@@ -25,15 +24,41 @@ app.command("doctor")(lean_cmd.doctor)
 app.command("trace")(lean_cmd.trace)
 
 
-@app.callback()
-def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit."),
-) -> None:
-    if version:
+def _print_version(value: bool) -> None:
+    if value:
         from leanloop import __version__
 
         typer.echo(f"leanloop {__version__}")
         raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        help="Print the version and exit.",
+        callback=_print_version,
+        is_eager=True,
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show progress notes."),
+) -> None:
+    _configure_logging(logging.INFO if verbose else logging.WARNING)
+
+
+class _ConsoleHandler(logging.Handler):
+    """Log records of leanloop and the libraries it drives, one line each on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        label = "warning: " if record.levelno >= logging.WARNING else ""
+        err_console.print(f"{label}{escape(record.getMessage())}", highlight=False)
+
+
+def _configure_logging(level: int) -> None:
+    root = logging.getLogger("leanloop")
+    root.handlers = [h for h in root.handlers if not isinstance(h, _ConsoleHandler)]
+    root.addHandler(_ConsoleHandler())
+    root.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:

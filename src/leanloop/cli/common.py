@@ -1,10 +1,12 @@
-"""What the commands share: consoles, the ``--db`` option, progress bars and output helpers."""
+"""What the commands share: the command-group factory, consoles, the ``--db`` option and its
+checks, progress bars and path arguments."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -15,25 +17,57 @@ from rich.progress import (
     SpinnerColumn,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
+
+from leanloop.errors import LeanloopError
+
+if TYPE_CHECKING:
+    from leanloop.database import DynamicDatabase
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 
+
+def new_app(**kwargs) -> typer.Typer:
+    """A command group with plain help texts (brackets such as '[default: ...]' are shown as
+    written, not read as terminal markup)."""
+    return typer.Typer(
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        **kwargs,
+    )
+
+
 DB_OPTION = typer.Option(
     None,
     "--db",
-    help="Database URL or SQLite file [default: $LEANLOOP_DB, then a file in the data directory]",
+    metavar="URL|FILE",
+    help="Database URL (postgresql://...) or SQLite file "
+    "[default: $LEANLOOP_DB, then leanloop.db in the data directory]",
     show_default=False,
 )
 
 
-def open_database(db: str | None, *, must_exist: bool = False):
+def open_database(db: str | None, *, must_exist: bool = False) -> DynamicDatabase:
     """The database named by ``--db`` (or the default); with ``must_exist``, a SQLite file that
-    does not exist is an error instead of an empty database."""
+    does not exist is an error instead of an empty database. An empty name and an in-memory
+    SQLite database (gone when the command ends) are refused."""
     from leanloop.database import DynamicDatabase
     from leanloop.errors import DatabaseError
 
+    if db is not None:
+        if not db.strip():
+            raise DatabaseError(
+                "--db is empty", hint="give a SQLite file path or a postgresql:// URL"
+            )
+        if db.strip().rstrip("/") in ("sqlite:", "sqlite:/", "sqlite://") or ":memory:" in db:
+            raise DatabaseError(
+                f"--db {db}: an in-memory database would be gone when the command ends",
+                hint="give a SQLite file path or a postgresql:// URL",
+            )
     database = DynamicDatabase(db)
     path = database.sqlite_path
     if must_exist and path is not None and not path.exists():
@@ -45,30 +79,39 @@ def open_database(db: str | None, *, must_exist: bool = False):
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int | None = None) -> Iterator:
-    """A progress bar on stderr; yields ``update(done, total)``."""
-    columns = [SpinnerColumn(), TextColumn("{task.description}")]
-    if total is not None:
-        columns += [BarColumn(), MofNCompleteColumn()]
-    else:
-        columns += [TextColumn("{task.completed:,.0f}")]
-    columns.append(TimeElapsedColumn())
+def progress_bar(
+    description: str, total: int | None = None, *, finishing: str | None = None
+) -> Iterator[Callable[[int, int | None], None]]:
+    """A progress bar on stderr (with the time left once the total is known); yields
+    ``update(done, total)``. ``finishing`` replaces the description when done reaches total
+    (what happens after the counted work, e.g. committing)."""
+    columns = [
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+    ]
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
         task = bar.add_task(description, total=total)
 
         def update(done: int, new_total: int | None = None) -> None:
-            if new_total is not None:
-                bar.update(task, completed=done, total=new_total)
-            else:
-                bar.update(task, completed=done)
+            bar.update(task, completed=done, total=new_total if new_total is not None else None)
+            if finishing and new_total is not None and done >= new_total:
+                bar.update(task, description=finishing)
 
         yield update
 
 
-def existing_path(value: str, what: str) -> Path:
-    from leanloop.errors import LeanloopError
+def user_path(value: str | Path) -> Path:
+    """A path the user typed, with ``~`` expanded."""
+    return Path(value).expanduser()
 
-    path = Path(value).expanduser()
+
+def existing_path(value: str | Path, what: str) -> Path:
+    path = user_path(value)
     if not path.exists():
         raise LeanloopError(f"{what} {path}: no such file or directory")
     return path

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import typer
 
-from leanloop.cli.common import console
+from leanloop.cli.common import console, new_app, user_path
 
-app = typer.Typer(help="Published datasets.", no_args_is_help=True)
+app = new_app(help="Published datasets.")
 
 
 @app.command("download")
 def download(
-    name: str = typer.Argument(..., help="Dataset name: leandojo-benchmark-4."),
+    name: str = typer.Argument(..., metavar="NAME", help="Dataset name: leandojo-benchmark-4."),
     dest: Path | None = typer.Option(
         None, "--dest", help="Directory to unpack into [default: the cache directory]."
     ),
@@ -26,6 +26,8 @@ def download(
     from leanloop.data.leandojo.download import download_dataset
     from leanloop.settings import Settings
 
-    target = dest or Settings.from_env().cache_dir / "datasets"
-    path = download_dataset(name, target, archive=archive, force=force)
+    target = user_path(dest) if dest else Settings.from_env().cache_dir / "datasets"
+    path = download_dataset(
+        name, target, archive=user_path(archive) if archive else None, force=force
+    )
     console.print(f"{name} is ready at {path}", highlight=False)

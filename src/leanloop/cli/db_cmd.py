@@ -1,9 +1,9 @@
-"""``leanloop db``: import LeanDojo-format data, export training splits, show statistics and
-sorries."""
+"""``leanloop db``: import LeanDojo-format data, export training splits, reset splits, show
+statistics and sorries."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import typer
@@ -15,16 +15,24 @@ from leanloop.cli.common import (
     console,
     err_console,
     existing_path,
+    new_app,
     open_database,
     progress_bar,
+    user_path,
 )
 
-app = typer.Typer(help="The lifelong database of traced repositories.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from leanloop.data.records import Repository
+    from leanloop.database import DynamicDatabase
+
+app = new_app(help="The lifelong database of traced repositories.")
 
 
 @app.command("import")
 def import_(
-    source: str = typer.Argument(..., help="A LeanDojo-format directory or split file."),
+    source: str = typer.Argument(
+        ..., metavar="SOURCE", help="A LeanDojo-format directory or split file."
+    ),
     db: str | None = DB_OPTION,
     keep_splits: bool = typer.Option(
         False, "--keep-splits", help="Keep the dataset's own train/val/test assignment."
@@ -47,11 +55,19 @@ def import_(
     if counts.split_labels_conflicting:
         err_console.print(
             f"warning: {counts.split_labels_conflicting} theorems already had another split; "
-            "they keep it"
+            "they keep it",
+            highlight=False,
+        )
+    if counts.duplicates_conflicting:
+        err_console.print(
+            f"warning: {counts.duplicates_conflicting} theorems appear again with other "
+            "content; the first occurrence was kept: " + "; ".join(counts.duplicate_examples),
+            highlight=False,
+            markup=False,
         )
 
 
-def _select_repositories(database, specs: list[str]):
+def _select_repositories(database: DynamicDatabase, specs: list[str]) -> list[Repository]:
     """Repositories named by ``--repo URL|NAME[@COMMIT]``, in the order given; all if none."""
     from leanloop.data.records import repository_identity
     from leanloop.errors import LeanloopError
@@ -77,37 +93,29 @@ def _select_repositories(database, specs: list[str]):
     return chosen
 
 
-@app.command("export")
-def export(
-    output: Path = typer.Argument(..., help="Directory to write the dataset to."),
-    db: str | None = DB_OPTION,
-    repo: list[str] = typer.Option(
-        [], "--repo", help="URL or owner/name[@commit]; repeat for several (default: all)."
-    ),
-    val: float = typer.Option(0.1, help="Validation size: a fraction below 1 or a count."),
-    test: float = typer.Option(0.1, help="Test size: a fraction below 1 or a count."),
-    seed: int = typer.Option(3407, help="Seed of the split assignment."),
-) -> None:
-    """Export repositories as a LeanDojo-format dataset (random and novel_premises splits)."""
+def _split_config(val: float | None, test: float | None, seed: int | None):
+    """The split settings given on the command line; None when none was given (the stored
+    settings, or the defaults, apply)."""
     from pydantic import ValidationError
 
     from leanloop.database import SplitConfig
     from leanloop.errors import LeanloopError
 
+    given = {k: v for k, v in (("val", val), ("test", test), ("seed", seed)) if v is not None}
+    if not given:
+        return None
     try:
-        config = SplitConfig(val=val, test=test, seed=seed)
+        return SplitConfig(**given)
     except ValidationError as exc:
         error = exc.errors()[0]
         raise LeanloopError(
             f"--{error['loc'][0] if error['loc'] else 'val'}: "
             + error["msg"].removeprefix("Value error, ")
         ) from None
-    database = open_database(db, must_exist=True)
-    repositories = _select_repositories(database, repo)
-    with progress_bar("exporting theorems", total=None) as update:
-        report = database.export_merged_data(
-            repositories, output, split_config=config, progress=update
-        )
+
+
+def print_export_report(report) -> None:
+    """The sizes of an export and every warning it gave."""
     console.print(f"wrote {report.output_path}: {report.theorems} theorems", highlight=False)
     for scheme, sizes in report.split_sizes.items():
         console.print(
@@ -118,6 +126,105 @@ def export(
         f"{report.traced_files} traced files; {report.new_assignments} new split assignments",
         highlight=False,
     )
+    if report.copies_merged:
+        console.print(
+            f"  {report.copies_merged} copies of theorems in other repositories (same file, name "
+            "and position) were written once, sharing one split",
+            highlight=False,
+        )
+    for warning in report.warnings:
+        err_console.print(f"warning: {warning}", highlight=False, markup=False)
+    if report.corpus_dropped:
+        shown = "; ".join(report.corpus_dropped[:3])
+        more = (
+            f" and {len(report.corpus_dropped) - 3} more" if len(report.corpus_dropped) > 3 else ""
+        )
+        err_console.print(
+            f"warning: {len(report.corpus_dropped)} corpus files share a path with a file of "
+            f"another repository and were left out: {shown}{more}",
+            highlight=False,
+            markup=False,
+        )
+    violations = report.novel_premises_violations
+    if violations:
+        shown = ", ".join(violations[:5]) + (
+            f" and {len(violations) - 5} more" if len(violations) > 5 else ""
+        )
+        err_console.print(
+            f"warning: {len(violations)} val/test theorems of novel_premises use no premise unseen "
+            f"in train (a later commit re-proved a train theorem with their premises): {shown}",
+            highlight=False,
+            markup=False,
+        )
+        err_console.print(
+            "  hint: 'leanloop db reset-splits --scheme novel_premises' and export again "
+            "to assign that scheme afresh",
+            highlight=False,
+        )
+
+
+@app.command("export")
+def export(
+    output: str = typer.Argument(..., metavar="DIR", help="Directory to write the dataset to."),
+    db: str | None = DB_OPTION,
+    repo: list[str] = typer.Option(
+        [],
+        "--repo",
+        metavar="REPO",
+        help="URL or owner/name[@commit]; repeat for several [default: all].",
+    ),
+    val: float | None = typer.Option(
+        None,
+        metavar="SIZE",
+        help="Validation size: a fraction below 1 or a count [default: the settings that made "
+        "the stored splits, else 0.1].",
+        show_default=False,
+    ),
+    test: float | None = typer.Option(
+        None,
+        metavar="SIZE",
+        help="Test size: a fraction below 1 or a count [default: as for --val, else 0.1].",
+        show_default=False,
+    ),
+    seed: int | None = typer.Option(
+        None,
+        metavar="N",
+        help="Seed of the split assignment [default: as for --val, else 3407].",
+        show_default=False,
+    ),
+) -> None:
+    """Export repositories as a LeanDojo-format dataset (random and novel_premises splits).
+
+    Only the dataset's own files in DIR are replaced; a theorem keeps its split forever.
+    """
+    config = _split_config(val, test, seed)
+    database = open_database(db, must_exist=True)
+    repositories = _select_repositories(database, repo)
+    with progress_bar(
+        "exporting theorems", finishing="writing the corpus and committing"
+    ) as update:
+        report = database.export_merged_data(
+            repositories, user_path(output), split_config=config, progress=update
+        )
+    print_export_report(report)
+
+
+@app.command("reset-splits")
+def reset_splits(
+    db: str | None = DB_OPTION,
+    scheme: str | None = typer.Option(
+        None,
+        "--scheme",
+        metavar="SCHEME",
+        help="random or novel_premises [default: both].",
+        show_default=False,
+    ),
+) -> None:
+    """Forget the stored split assignments (and the settings that made them), so that the next
+    export assigns every theorem afresh."""
+    count = open_database(db, must_exist=True).reset_splits(scheme)
+    which = f"of {scheme}" if scheme else "of every scheme"
+    console.print(f"forgot {count} split assignments {which}", highlight=False)
 
 
 def print_stats(stats) -> None:

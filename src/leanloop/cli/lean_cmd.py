@@ -9,7 +9,9 @@ from leanloop.cli.common import DB_OPTION, console, err_console, open_database, 
 
 
 def doctor(
-    project: str | None = typer.Argument(None, help="A Lean project directory or .lean file."),
+    project: str | None = typer.Argument(
+        None, metavar="[PROJECT]", help="A Lean project directory or .lean file."
+    ),
 ) -> None:
     """Show what Lean tooling was found and the commands that install what is missing."""
     from leanloop.lean.project import open_project
@@ -35,13 +37,21 @@ def doctor(
 
 
 def trace(
-    project: str = typer.Argument(..., help="Git URL, local directory or .lean file."),
-    commit: str | None = typer.Option(None, "--commit", help="Commit to trace [default: HEAD]."),
+    project: str = typer.Argument(
+        ..., metavar="PROJECT", help="Git URL, local directory or .lean file."
+    ),
+    commit: str | None = typer.Option(
+        None, "--commit", metavar="SHA", help="Commit to trace [default: HEAD]."
+    ),
     db: str | None = DB_OPTION,
-    workers: int = typer.Option(1, "--workers", min=1, help="Files elaborated at once."),
+    workers: int = typer.Option(
+        1, "--workers", min=1, metavar="N", help="Files elaborated at once."
+    ),
     no_build: bool = typer.Option(False, "--no-build", help="Skip 'lake build'."),
     deps: bool = typer.Option(False, "--deps", help="Also scan dependencies for premises."),
-    timeout: float = typer.Option(1800.0, "--timeout", help="Seconds allowed per file."),
+    timeout: float = typer.Option(
+        1800.0, "--timeout", metavar="SECONDS", help="Seconds allowed per file."
+    ),
 ) -> None:
     """Trace a Lean project (theorems, tactic states, premises, sorries) into the database."""
     database = open_database(db)

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from leanloop.cli.common import console, open_database, progress_bar
+from leanloop.cli.common import DB_OPTION, console, open_database, progress_bar, user_path
 from leanloop.configfile import read_config_file
 from leanloop.database.splits import SplitConfig
 from leanloop.errors import DataFormatError, LeanloopError
@@ -50,24 +50,37 @@ class RunConfig(BaseModel):
 
 
 def run(
-    config: Path | None = typer.Option(None, "--config", help="A YAML or JSON RunConfig file."),
+    config: Path | None = typer.Option(
+        None, "--config", metavar="FILE", help="A YAML or JSON RunConfig file."
+    ),
     source: Path | None = typer.Option(
         None,
         "--source",
         help="LeanDojo-format dataset [default: $LEANLOOP_FIXTURES/leandojo_benchmark_4].",
     ),
-    db: str | None = typer.Option(None, "--db", help="Database URL or SQLite file."),
-    out: Path | None = typer.Option(None, "--out", help="Where to export the dataset."),
+    db: str | None = DB_OPTION,
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        metavar="DIR",
+        help="Where to export the dataset [default: build/run/export].",
+    ),
 ) -> None:
     """Run the main job: import a dataset, export its training splits, print statistics."""
-    from leanloop.cli.db_cmd import print_stats
+    from leanloop.cli.db_cmd import print_export_report, print_stats
 
-    settings = RunConfig.from_file(config) if config else RunConfig()
+    settings = RunConfig.from_file(user_path(config)) if config else RunConfig()
     updates = {"source": source, "database": db, "output": out}
     settings = settings.model_copy(update={k: v for k, v in updates.items() if v is not None})
-    dataset = settings.resolved_source()
+    dataset = user_path(settings.resolved_source())
     if not dataset.exists():
         raise LeanloopError(f"dataset {dataset}: no such file or directory")
+    output = user_path(settings.output)
+    if output.exists() and not output.is_dir():
+        raise LeanloopError(
+            f"--out {output}: a file is there; the export needs a directory",
+            hint="give a new or existing directory",
+        )
     database = open_database(settings.database)
 
     console.rule("1. import")
@@ -83,15 +96,13 @@ def run(
 
     console.rule("2. export")
     repositories = database.sort_repositories_by_difficulty()
-    with progress_bar("exporting theorems") as update:
+    with progress_bar(
+        "exporting theorems", finishing="writing the corpus and committing"
+    ) as update:
         report = database.export_merged_data(
-            repositories, settings.output, split_config=settings.splits, progress=update
+            repositories, output, split_config=settings.splits, progress=update
         )
-    console.print(f"dataset written to {report.output_path}", highlight=False)
-    for scheme, sizes in report.split_sizes.items():
-        console.print(
-            f"  {scheme}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()), highlight=False
-        )
+    print_export_report(report)
 
     console.rule("3. statistics")
     print_stats(database.stats())

@@ -133,10 +133,27 @@ def download_dataset(
         raise DownloadError(
             f"unknown dataset {name!r}", hint=f"known datasets: {', '.join(sorted(RELEASES))}"
         ) from None
+    dest = Path(dest).expanduser()
     target = dest / release.top_directory
     marker = target / ".leanloop-md5"
     if not force and marker.is_file() and marker.read_text().strip() == release.md5:
         return target
-    if archive is None:
-        archive = fetch_archive(release, dest / "archives", progress=progress)
-    return install_archive(release, archive, dest)
+    made = _missing_parents(dest / "archives")
+    try:
+        if archive is None:
+            archive = fetch_archive(release, dest / "archives", progress=progress)
+        return install_archive(release, Path(archive).expanduser(), dest)
+    except BaseException:
+        for directory in made:  # a failed download leaves no empty folder behind
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+        raise
+
+
+def _missing_parents(path: Path) -> list[Path]:
+    """``path`` and its ancestors that do not exist yet, innermost first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
