@@ -241,3 +241,35 @@ def test_copy_of_sample_keeps_metadata(sample_dir, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(sample_dir, copy)
     assert LeanDojoDataset(copy).repository.name == "leanprover-community/mathlib4"
+
+
+def test_json_text_encoders_write_what_the_dict_builders_give(sample_dir):
+    from leanloop.data.leandojo.format import encode_premise_ref, encode_tactic, encode_theorem
+
+    theorems = sample_theorems(sample_dir)
+    with_statement = theorems[3].model_copy(update={"statement": "theorem x : ∀ n, n = n"})
+    for theorem in [*theorems, with_statement]:
+        tactics = [
+            encode_tactic(
+                t.tactic,
+                t.annotated_tactic.text,
+                [
+                    encode_premise_ref(p.full_name, p.def_path, p.def_pos, p.def_end_pos)
+                    for p in t.premises
+                ],
+                t.state_before,
+                t.state_after,
+            )
+            for t in theorem.traced_tactics
+        ]
+        text = encode_theorem(
+            theorem.url,
+            theorem.commit,
+            theorem.file_path,
+            theorem.full_name,
+            theorem.start,
+            theorem.end,
+            tactics,
+            theorem.statement,
+        )
+        assert text == json.dumps(theorem_to_leandojo(theorem))

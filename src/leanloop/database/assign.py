@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from leanloop.data.leandojo.format import SCHEMES
 from leanloop.data.records import TheoremStatus
+from leanloop.database.raw import insert_many
 from leanloop.database.rows import stream
 from leanloop.database.schema import meta, split_assignments, tactic_premises, theorems
 from leanloop.database.splits import SplitConfig, assign_novel_premises, assign_random
@@ -113,9 +114,8 @@ def _existing_splits(conn: Connection, keys: list[str]) -> dict[str, dict[str, s
     found: dict[str, dict[str, str]] = defaultdict(dict)
     for start in range(0, len(keys), _CHUNK):
         chunk = keys[start : start + _CHUNK]
-        for row in conn.execute(
-            sa.select(split_assignments).where(split_assignments.c.theorem_key.in_(chunk))
-        ):
+        query = sa.select(split_assignments).where(split_assignments.c.theorem_key.in_(chunk))
+        for row in stream(conn, query):
             found[row.scheme][row.theorem_key] = row.split
     return found
 
@@ -123,10 +123,9 @@ def _existing_splits(conn: Connection, keys: list[str]) -> dict[str, dict[str, s
 def _premises_used(conn: Connection, repo_ids: Sequence[int], theorem_ids: dict[int, str]):
     """Split key -> names of the premises the exported theorem's proof uses."""
     used: dict[str, set[str]] = {key: set() for key in theorem_ids.values()}
-    query = (
-        sa.select(tactic_premises.c.theorem_id, tactic_premises.c.full_name)
-        .select_from(tactic_premises.join(theorems))
-        .where(theorems.c.repository_id.in_(list(repo_ids)))
+    matching = sa.select(theorems.c.id).where(theorems.c.repository_id.in_(list(repo_ids)))
+    query = sa.select(tactic_premises.c.theorem_id, tactic_premises.c.full_name).where(
+        tactic_premises.c.theorem_id.in_(matching)
     )
     for theorem_id, name in stream(conn, query, 20000):
         key = theorem_ids.get(theorem_id)
@@ -245,15 +244,14 @@ def assign_splits(
         for key in keys:
             split = assigned[key]
             fresh_rows.extend(
-                {"theorem_key": member, "scheme": scheme, "split": split}
+                (member, scheme, split)
                 for member in members_of[key]
                 if member not in existing[scheme]
             )
         result.new_assignments += len(new)
         result.splits[scheme] = assigned
         result.settings[scheme] = origin
-    for start in range(0, len(fresh_rows), _CHUNK):
-        conn.execute(split_assignments.insert(), fresh_rows[start : start + _CHUNK])
+    insert_many(conn, split_assignments, ("theorem_key", "scheme", "split"), fresh_rows)
 
     if premises is not None:
         names = {c.key: c.full_name for c in candidates.values()}

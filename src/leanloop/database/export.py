@@ -15,9 +15,9 @@ from leanloop.data.leandojo.format import (
     SCHEMES,
     corpus_line,
     corpus_premise,
-    premise_ref_dict,
-    tactic_dict,
-    theorem_dict,
+    encode_premise_ref,
+    encode_tactic,
+    encode_theorem,
 )
 from leanloop.data.leandojo.writer import LeanDojoWriter
 from leanloop.data.records import Repository
@@ -78,25 +78,25 @@ def export_merged(
             if key is None:
                 continue
             traced = [
-                tactic_dict(
+                encode_tactic(
                     step.tactic,
                     step.annotated,
-                    (
-                        premise_ref_dict(
+                    [
+                        encode_premise_ref(
                             r.full_name,
                             r.def_path,
                             (r.def_line, r.def_column),
                             (r.def_end_line, r.def_end_column),
                         )
                         for r in refs
-                    ),
+                    ],
                     step.state_before,
                     step.state_after,
                 )
                 for step, refs in proof.tactics
             ]
             writer.write_theorem(
-                theorem_dict(
+                encode_theorem(
                     row.url,
                     row.commit,
                     row.file_path,

@@ -13,7 +13,12 @@ from sqlalchemy.engine import Connection
 
 from leanloop.data.jsonstream import unstorable_text
 from leanloop.data.records import MAX_POSITION, Repository, SourceFile, Theorem, TheoremStatus
+from leanloop.database.raw import insert_many, iter_rows
 from leanloop.database.rows import (
+    PREMISE_COLUMNS,
+    REF_COLUMNS,
+    TACTIC_COLUMNS,
+    THEOREM_COLUMNS,
     dumps_list,
     key_digest,
     premise_row,
@@ -149,36 +154,33 @@ class Ingest:
         unique: dict[str, Theorem] = {}
         for theorem in batch:
             unique.setdefault(key_digest(theorem.key), theorem)
-        present = set(
-            self.conn.execute(
-                sa.select(theorems.c.key).where(
-                    theorems.c.repository_id == repo_id, theorems.c.key.in_(list(unique))
-                )
-            ).scalars()
-        )
-        fresh = [t for k, t in unique.items() if k not in present]
+        present = self._theorem_ids(repo_id, list(unique))
+        fresh = {k: t for k, t in unique.items() if k not in present}
         self.counts.theorems_skipped += len(batch) - len(fresh)
         if not fresh:
             return
-        ids = (
-            self.conn.execute(
-                theorems.insert().returning(theorems.c.id, sort_by_parameter_order=True),
-                [theorem_row(repo_id, t) for t in fresh],
-            )
-            .scalars()
-            .all()
+        insert_many(
+            self.conn,
+            theorems,
+            THEOREM_COLUMNS,
+            [theorem_row(repo_id, key, theorem) for key, theorem in fresh.items()],
         )
-        steps, refs = [], []
-        for theorem_id, theorem in zip(ids, fresh, strict=True):
-            s, r = tactic_rows(theorem_id, theorem)
-            steps.extend(s)
-            refs.extend(r)
-        if steps:
-            self.conn.execute(tactics.insert(), steps)
-        if refs:
-            self.conn.execute(tactic_premises.insert(), refs)
+        ids = self._theorem_ids(repo_id, list(fresh))
+        steps: list[tuple] = []
+        refs: list[tuple] = []
+        for key, theorem in fresh.items():
+            tactic_rows(ids[key], theorem, steps, refs)
+        insert_many(self.conn, tactics, TACTIC_COLUMNS, steps)
+        insert_many(self.conn, tactic_premises, REF_COLUMNS, refs)
         self.counts.theorems_added += len(fresh)
         self.counts.tactics_added += len(steps)
+
+    def _theorem_ids(self, repo_id: int, keys: list[str]) -> dict[str, int]:
+        """Key -> id of this repository's stored theorems among ``keys``."""
+        query = sa.select(theorems.c.key, theorems.c.id).where(
+            theorems.c.repository_id == repo_id, theorems.c.key.in_(keys)
+        )
+        return {row.key: row.id for row in iter_rows(self.conn, query)}
 
     def add_source_files(self, repo_id: int, batch: list[SourceFile]) -> None:
         """Insert files (with their premises) of ``batch`` whose path is new for the repository;
@@ -227,8 +229,7 @@ class Ingest:
             )
         if fresh:
             self.conn.execute(files.insert(), fresh)
-        if premise_rows:
-            self.conn.execute(premises.insert(), premise_rows)
+        insert_many(self.conn, premises, PREMISE_COLUMNS, premise_rows)
         self.counts.files_added += len(fresh)
         self.counts.premises_added += len(premise_rows)
 

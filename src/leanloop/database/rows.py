@@ -22,6 +22,7 @@ from leanloop.data.records import (
     TheoremStatus,
     TracedTactic,
 )
+from leanloop.database.raw import iter_rows
 from leanloop.database.schema import repositories, tactic_premises, tactics, theorems
 
 
@@ -35,68 +36,95 @@ def repository_from_row(row: Row) -> Repository:
     return Repository(url=row.url, commit=row.commit, lean_version=row.lean_version, name=row.name)
 
 
-def theorem_row(repository_id: int, theorem: Theorem) -> dict[str, Any]:
-    return {
-        "repository_id": repository_id,
-        "key": key_digest(theorem.key),
-        "file_path": theorem.file_path,
-        "full_name": theorem.full_name,
-        "start_line": theorem.start.line,
-        "start_column": theorem.start.column,
-        "end_line": theorem.end.line,
-        "end_column": theorem.end.column,
-        "statement": theorem.statement,
-        "status": theorem.status.value,
-        "proof": theorem.proof,
-        "num_steps": theorem.num_steps,
-    }
+#: Columns filled from a record, in the order the row functions give their values.
+THEOREM_COLUMNS = (
+    "repository_id",
+    "key",
+    "file_path",
+    "full_name",
+    "start_line",
+    "start_column",
+    "end_line",
+    "end_column",
+    "statement",
+    "status",
+    "proof",
+    "num_steps",
+)
+TACTIC_COLUMNS = ("theorem_id", "idx", "tactic", "annotated", "state_before", "state_after")
+REF_COLUMNS = (
+    "theorem_id",
+    "tactic_idx",
+    "idx",
+    "full_name",
+    "def_path",
+    "def_line",
+    "def_column",
+    "def_end_line",
+    "def_end_column",
+)
+PREMISE_COLUMNS = (
+    "repository_id",
+    "file_path",
+    "ordinal",
+    "full_name",
+    "start_line",
+    "start_column",
+    "end_line",
+    "end_column",
+    "code",
+    "kind",
+)
 
 
-def tactic_rows(
-    theorem_id: int, theorem: Theorem
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    steps, refs = [], []
+def theorem_row(repository_id: int, key: str, theorem: Theorem) -> tuple:
+    """The values of ``THEOREM_COLUMNS`` for a theorem (``key`` is its ``key_digest``)."""
+    return (
+        repository_id,
+        key,
+        theorem.file_path,
+        theorem.full_name,
+        *theorem.start,
+        *theorem.end,
+        theorem.statement,
+        theorem.status.value,
+        theorem.proof,
+        theorem.num_steps,
+    )
+
+
+def tactic_rows(theorem_id: int, theorem: Theorem, steps: list[tuple], refs: list[tuple]) -> None:
+    """Append the values of ``TACTIC_COLUMNS`` and ``REF_COLUMNS`` for a theorem's tactics."""
     for idx, tactic in enumerate(theorem.traced_tactics):
+        annotated = tactic.annotated_tactic
         steps.append(
-            {
-                "theorem_id": theorem_id,
-                "idx": idx,
-                "tactic": tactic.tactic,
-                "annotated": tactic.annotated_tactic.text,
-                "state_before": tactic.state_before,
-                "state_after": tactic.state_after,
-            }
-        )
-        for pidx, ref in enumerate(tactic.premises):
-            refs.append(
-                {
-                    "theorem_id": theorem_id,
-                    "tactic_idx": idx,
-                    "idx": pidx,
-                    "full_name": ref.full_name,
-                    "def_path": ref.def_path,
-                    "def_line": ref.def_pos.line,
-                    "def_column": ref.def_pos.column,
-                    "def_end_line": ref.def_end_pos.line,
-                    "def_end_column": ref.def_end_pos.column,
-                }
+            (
+                theorem_id,
+                idx,
+                tactic.tactic,
+                annotated.text,
+                tactic.state_before,
+                tactic.state_after,
             )
-    return steps, refs
+        )
+        for pidx, ref in enumerate(annotated.premises):
+            refs.append(
+                (theorem_id, idx, pidx, ref.full_name, ref.def_path, *ref.def_pos, *ref.def_end_pos)
+            )
 
 
-def premise_row(repository_id: int, ordinal: int, premise: Premise) -> dict[str, Any]:
-    return {
-        "repository_id": repository_id,
-        "file_path": premise.file_path,
-        "ordinal": ordinal,
-        "full_name": premise.full_name,
-        "start_line": premise.start.line,
-        "start_column": premise.start.column,
-        "end_line": premise.end.line,
-        "end_column": premise.end.column,
-        "code": premise.code,
-        "kind": premise.kind,
-    }
+def premise_row(repository_id: int, ordinal: int, premise: Premise) -> tuple:
+    """The values of ``PREMISE_COLUMNS`` for a premise of a file."""
+    return (
+        repository_id,
+        premise.file_path,
+        ordinal,
+        premise.full_name,
+        *premise.start,
+        *premise.end,
+        premise.code,
+        premise.kind,
+    )
 
 
 def premise_from_row(row: Row) -> Premise:
@@ -122,14 +150,14 @@ def loads_list(text: str) -> list:
 class ProofRows:
     """A theorem row (with its repository's url and commit) and its tactics' rows."""
 
-    theorem: Row
-    tactics: list[tuple[Row, list[Row]]]
+    theorem: Any
+    tactics: list[tuple[Any, list[Any]]]
 
 
-def stream(conn: Connection, query: sa.Executable, batch: int = 2000):
-    """Execute ``query`` with its rows fetched in batches (a server-side cursor on PostgreSQL);
-    the option is set on the statement, so the connection stays usable for writes."""
-    return conn.execute(query.execution_options(stream_results=True, yield_per=batch))
+def stream(conn: Connection, query: sa.Executable, batch: int = 5000) -> Iterator[tuple]:
+    """The rows of ``query`` as named tuples, fetched in batches (a server-side cursor on
+    PostgreSQL); the connection stays usable for writes."""
+    return iter_rows(conn, query, batch)
 
 
 def stream_proofs(conn: Connection, where: sa.ColumnElement[bool]) -> Iterator[ProofRows]:
@@ -144,16 +172,16 @@ def stream_proofs(conn: Connection, where: sa.ColumnElement[bool]) -> Iterator[P
         .where(where)
         .order_by(theorems.c.id)
     )
+    # 'theorem_id IN (...)' walks the primary key in order; a join would sort afterwards
+    matching = sa.select(theorems.c.id).where(where)
     tactic_query = (
         sa.select(tactics)
-        .select_from(base.join(tactics, tactics.c.theorem_id == theorems.c.id))
-        .where(where)
+        .where(tactics.c.theorem_id.in_(matching))
         .order_by(tactics.c.theorem_id, tactics.c.idx)
     )
     ref_query = (
         sa.select(tactic_premises)
-        .select_from(base.join(tactic_premises, tactic_premises.c.theorem_id == theorems.c.id))
-        .where(where)
+        .where(tactic_premises.c.theorem_id.in_(matching))
         .order_by(tactic_premises.c.theorem_id, tactic_premises.c.tactic_idx, tactic_premises.c.idx)
     )
     tactic_rows_iter = iter(stream(conn, tactic_query))
@@ -161,9 +189,9 @@ def stream_proofs(conn: Connection, where: sa.ColumnElement[bool]) -> Iterator[P
     next_tactic = next(tactic_rows_iter, None)
     next_ref = next(ref_rows_iter, None)
     for theorem in stream(conn, theorem_query):
-        steps: list[tuple[Row, list[Row]]] = []
+        steps: list[tuple[Any, list[Any]]] = []
         while next_tactic is not None and next_tactic.theorem_id == theorem.id:
-            refs: list[Row] = []
+            refs: list[Any] = []
             while (
                 next_ref is not None
                 and next_ref.theorem_id == theorem.id

@@ -13,6 +13,7 @@ Layout of a dataset directory (LeanDojo Benchmark 4):
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from json.encoder import encode_basestring_ascii as _text
 from typing import Any
 
 from pydantic import ValidationError
@@ -83,6 +84,55 @@ def theorem_dict(
     data["end"] = list(end)
     data["traced_tactics"] = traced_tactics
     return data
+
+
+# -- the same objects written straight to JSON text, as LeanDojo's json.dump writes them ----------
+# (ASCII escapes, ", " and ": " separators): the export writes millions of them, and formatting
+# the escaped strings is faster than building dicts to encode. A test holds both forms equal.
+
+
+def encode_premise_ref(
+    full_name: str, def_path: str, def_pos: Sequence[int], def_end_pos: Sequence[int]
+) -> str:
+    return (
+        f'{{"full_name": {_text(full_name)}, "def_path": {_text(def_path)}, '
+        f'"def_pos": [{def_pos[0]}, {def_pos[1]}], '
+        f'"def_end_pos": [{def_end_pos[0]}, {def_end_pos[1]}]}}'
+    )
+
+
+def encode_tactic(
+    tactic: str, annotated_text: str, premises: Iterable[str], state_before: str, state_after: str
+) -> str:
+    """``tactic_dict`` as JSON text; ``premises`` are ``encode_premise_ref`` texts."""
+    return (
+        f'{{"tactic": {_text(tactic)}, "annotated_tactic": [{_text(annotated_text)}, '
+        f'[{", ".join(premises)}]], "state_before": {_text(state_before)}, '
+        f'"state_after": {_text(state_after)}}}'
+    )
+
+
+def encode_theorem(
+    url: str,
+    commit: str,
+    file_path: str,
+    full_name: str,
+    start: Sequence[int],
+    end: Sequence[int],
+    traced_tactics: Iterable[str],
+    statement: str | None = None,
+) -> str:
+    """``theorem_dict`` as JSON text; ``traced_tactics`` are ``encode_tactic`` texts."""
+    head = (
+        f'{{"url": {_text(url)}, "commit": {_text(commit)}, "file_path": {_text(file_path)}, '
+        f'"full_name": {_text(full_name)}, '
+    )
+    if statement is not None:
+        head += f'"theorem_statement": {_text(statement)}, '
+    return (
+        f'{head}"start": [{start[0]}, {start[1]}], "end": [{end[0]}, {end[1]}], '
+        f'"traced_tactics": [{", ".join(traced_tactics)}]}}'
+    )
 
 
 def theorem_to_leandojo(theorem: Theorem) -> dict[str, Any]:

@@ -79,7 +79,9 @@ class LeanDojoWriter:
             (self._staging / scheme).mkdir()
             for split in SPLITS:
                 handle = self._stack.enter_context(
-                    (self._staging / scheme / f"{split}.json").open("w", encoding="utf-8")
+                    (self._staging / scheme / f"{split}.json").open(
+                        "w", encoding="utf-8", buffering=1 << 20
+                    )
                 )
                 handle.write("[")
                 self._splits[scheme, split] = handle
@@ -97,9 +99,10 @@ class LeanDojoWriter:
                 handle.write("]")
         return self._stack.__exit__(exc_type, exc, tb)
 
-    def write_theorem(self, theorem: Mapping[str, Any], splits: Mapping[str, str]) -> None:
-        """Append a theorem (a LeanDojo theorem object) to its split in every scheme."""
-        encoded = _encode(theorem)
+    def write_theorem(self, theorem: Mapping[str, Any] | str, splits: Mapping[str, str]) -> None:
+        """Append a theorem (a LeanDojo theorem object, or its JSON text) to its split in every
+        scheme."""
+        encoded = theorem if isinstance(theorem, str) else _encode(theorem)
         for scheme in self.schemes:
             split = splits[scheme]
             handle = self._splits[scheme, split]
