@@ -3,9 +3,11 @@
 from leanloop.data.records import (
     NO_GOALS,
     AnnotatedTactic,
+    AttemptStatus,
     Pos,
     Premise,
     PremiseRef,
+    ProofAttempt,
     Repository,
     SourceFile,
     Theorem,
@@ -17,9 +19,11 @@ from leanloop.data.records import (
 __all__ = [
     "NO_GOALS",
     "AnnotatedTactic",
+    "AttemptStatus",
     "Pos",
     "Premise",
     "PremiseRef",
+    "ProofAttempt",
     "Repository",
     "SourceFile",
     "Theorem",

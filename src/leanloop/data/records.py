@@ -233,3 +233,48 @@ def repository_name(url: str) -> str:
     if "://" in url and len(parts) >= 3:
         return "/".join(parts[-2:])
     return parts[-1] if parts else url
+
+
+class AttemptStatus(StrEnum):
+    """How an attempt to prove a theorem ended.
+
+    ``proved``: Lean accepted the proof. ``replayed``: the recorded proof was found again in a
+    replay of traced data, which no Lean checked (never called proved). ``failed``: the search
+    space was exhausted. ``timeout``, ``budget``: the time or the expansion budget ran out.
+    ``error``: the attempt could not go on (a server or generator failure), with the reason.
+    """
+
+    PROVED = "proved"
+    REPLAYED = "replayed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    BUDGET = "budget"
+    ERROR = "error"
+
+    @property
+    def found_proof(self) -> bool:
+        return self in (AttemptStatus.PROVED, AttemptStatus.REPLAYED)
+
+
+class ProofAttempt(_Record):
+    """One attempt of a prover on a theorem, as an evaluation run records it."""
+
+    run: str = Field(description="The evaluation run (a rerun of it skips finished theorems).")
+    url: str
+    commit: str
+    file_path: str
+    full_name: str
+    attempt: int = Field(0, ge=0, description="Which attempt on this theorem (for pass@k).")
+    status: AttemptStatus
+    proof: tuple[str, ...] | None = Field(None, description="The tactics, or a whole proof.")
+    prover: str = ""
+    expansions: int = Field(0, ge=0)
+    tree_size: int = Field(0, ge=0)
+    seconds: float = Field(0.0, ge=0)
+    lean_seconds: float = Field(0.0, ge=0)
+    model_seconds: float = Field(0.0, ge=0)
+    error: str | None = None
+
+    @property
+    def key(self) -> TheoremKey:
+        return TheoremKey(repository_identity(self.url), self.file_path, self.full_name)

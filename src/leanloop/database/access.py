@@ -4,6 +4,7 @@ are created by the first write, and opening or reading never changes anything.""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -13,8 +14,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
 from leanloop.database import engine as engines
-from leanloop.database.schema import LEANLOOP_TABLES, SCHEMA_VERSION, meta, metadata
+from leanloop.database.schema import ADDED_IN, LEANLOOP_TABLES, SCHEMA_VERSION, meta, metadata
 from leanloop.errors import DatabaseError
+
+log = logging.getLogger(__name__)
 
 
 class DatabaseAccess:
@@ -46,7 +49,8 @@ class DatabaseAccess:
             self._engine = None
 
     def _schema_state(self, conn: Connection) -> str:
-        """'ready', 'empty' (no tables yet); raises for a foreign or incompatible database."""
+        """'ready', 'empty' (no tables yet), or 'older' (a version that this one upgrades by
+        adding tables); raises for a foreign database or a newer version."""
         where = conn.info.get("inode", "server")
         if self._schema_ready_in == where:
             return "ready"
@@ -61,13 +65,29 @@ class DatabaseAccess:
         version = conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version"))
         found = version.scalar()
         if found != str(SCHEMA_VERSION):
+            if found is not None and found.isdigit() and 1 <= int(found) < SCHEMA_VERSION:
+                return "older"
             raise DatabaseError(
                 f"{self.description} has schema version {found}, this leanloop uses "
                 f"{SCHEMA_VERSION}",
-                hint="open it with the leanloop version that created it",
+                hint="open it with the leanloop version that created it (or a newer one)",
             )
         self._schema_ready_in = where
         return "ready"
+
+    def _upgrade(self, conn: Connection) -> None:
+        """Add the tables the versions after the database's own added (nothing else changes)."""
+        found = int(
+            conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+        )
+        for version in range(found + 1, SCHEMA_VERSION + 1):
+            metadata.create_all(conn, tables=list(ADDED_IN.get(version, ())))
+        conn.execute(
+            meta.update().where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
+        )
+        log.info(
+            "%s: schema upgraded from version %d to %d", self.description, found, SCHEMA_VERSION
+        )
 
     @contextlib.contextmanager
     def read(self) -> Iterator[Connection | None]:
@@ -93,7 +113,11 @@ class DatabaseAccess:
         created = _create_new_file(path) if path is not None else None
         try:
             with engines.translate_errors(self.url), self._write_transaction() as conn:
-                if self._schema_state(conn) == "empty":
+                state = self._schema_state(conn)
+                if state == "older":
+                    self._upgrade(conn)
+                    self._schema_ready_in = conn.info.get("inode", "server")
+                elif state == "empty":
                     metadata.create_all(conn)
                     conn.execute(
                         meta.insert().values(key="schema_version", value=str(SCHEMA_VERSION))

@@ -10,13 +10,15 @@ from leanloop.data.leandojo.format import SCHEMES
 from leanloop.data.leandojo.reader import LeanDojoDataset
 from leanloop.data.records import (
     Premise,
+    ProofAttempt,
     Repository,
     SourceFile,
     Theorem,
+    TheoremKey,
     TheoremStatus,
 )
+from leanloop.database import attempts, queries
 from leanloop.database import engine as engines
-from leanloop.database import queries
 from leanloop.database.access import DatabaseAccess
 from leanloop.database.assign import forget_split_settings
 from leanloop.database.export import ExportReport, export_merged
@@ -250,6 +252,29 @@ class DynamicDatabase:
     ) -> list[Premise]:
         with self._access.read() as conn:
             return [] if conn is None else queries.premises_of(conn, repository, file_path)
+
+    # -- proof attempts --------------------------------------------------------------------------
+
+    def record_attempt(self, attempt: ProofAttempt) -> None:
+        """Store one attempt of an evaluation run (replacing an earlier record of the same
+        run, theorem and attempt), in its own transaction."""
+        with self.transaction() as conn:
+            attempts.record_attempt(conn, attempt)
+
+    def get_attempts(self, run: str | None = None) -> list[ProofAttempt]:
+        """The stored attempts of ``run`` (or of every run), in the order they finished."""
+        with self._access.read() as conn:
+            return [] if conn is None else list(attempts.iter_attempts(conn, run))
+
+    def finished_attempts(
+        self, run: str, *, retry_errors: bool = True
+    ) -> set[tuple[TheoremKey, str, int]]:
+        """(theorem key, commit, attempt) of the run's finished attempts, so that a rerun skips
+        them; attempts that ended in an error are tried again unless ``retry_errors`` is off."""
+        with self._access.read() as conn:
+            if conn is None:
+                return set()
+            return attempts.finished_attempts(conn, run, retry_errors=retry_errors)
 
     # -- curriculum ----------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import (
     Column,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -15,8 +16,9 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-#: Bumped whenever the tables change; a database of another version is refused, never altered.
-SCHEMA_VERSION = 1
+#: Bumped whenever the tables change. A newer database is refused; an older one is read as it
+#: is and upgraded by its next write when the change only adds tables (``ADDED_IN``).
+SCHEMA_VERSION = 2
 
 metadata = MetaData()
 
@@ -142,4 +144,30 @@ split_assignments = Table(
     Column("split", String(8), nullable=False),
 )
 
+proof_attempts = Table(
+    "proof_attempts",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run", Text, nullable=False),
+    Column("theorem_key", String(40), nullable=False),  # as theorems.key (no foreign key:
+    Column("url", Text, nullable=False),  # a dataset can be evaluated without importing it)
+    Column("commit", String(128), nullable=False),
+    Column("file_path", Text, nullable=False),
+    Column("full_name", Text, nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("proof", Text),  # JSON list of tactics (or one whole proof)
+    Column("prover", Text, nullable=False),
+    Column("expansions", Integer, nullable=False),
+    Column("tree_size", Integer, nullable=False),
+    Column("seconds", Float, nullable=False),
+    Column("lean_seconds", Float, nullable=False),
+    Column("model_seconds", Float, nullable=False),
+    Column("error", Text),
+    Column("finished_at", DateTime(timezone=True), nullable=False),
+    UniqueConstraint("run", "theorem_key", "commit", "attempt", name="uq_attempt"),
+)
+
 LEANLOOP_TABLES = frozenset(metadata.tables)
+#: The tables each schema version added (an older database gains them on its next write).
+ADDED_IN = {2: (proof_attempts,)}

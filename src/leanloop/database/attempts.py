@@ -1,0 +1,96 @@
+"""Proof attempts of evaluation runs: stored one at a time as each theorem finishes, read back
+for reports, and looked up so that a rerun skips the theorems it already finished."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import orjson
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey, repository_identity
+from leanloop.database.rows import key_digest, stream
+from leanloop.database.schema import proof_attempts
+
+
+def has_attempts_table(conn: Connection) -> bool:
+    """False for a database of an older version not written to since (it gains the table then)."""
+    return sa.inspect(conn).has_table(proof_attempts.name)
+
+
+def record_attempt(conn: Connection, attempt: ProofAttempt) -> None:
+    """Store ``attempt``, replacing an earlier record of the same run, theorem and attempt."""
+    key = key_digest(attempt.key)
+    t = proof_attempts.c
+    conn.execute(
+        proof_attempts.delete().where(
+            t.run == attempt.run,
+            t.theorem_key == key,
+            t.commit == attempt.commit,
+            t.attempt == attempt.attempt,
+        )
+    )
+    conn.execute(
+        proof_attempts.insert().values(
+            run=attempt.run,
+            theorem_key=key,
+            url=attempt.url,
+            commit=attempt.commit,
+            file_path=attempt.file_path,
+            full_name=attempt.full_name,
+            attempt=attempt.attempt,
+            status=attempt.status.value,
+            proof=None if attempt.proof is None else orjson.dumps(list(attempt.proof)).decode(),
+            prover=attempt.prover,
+            expansions=attempt.expansions,
+            tree_size=attempt.tree_size,
+            seconds=attempt.seconds,
+            lean_seconds=attempt.lean_seconds,
+            model_seconds=attempt.model_seconds,
+            error=attempt.error,
+            finished_at=datetime.now(UTC),
+        )
+    )
+
+
+def iter_attempts(conn: Connection, run: str | None) -> Iterator[ProofAttempt]:
+    """The stored attempts (of one run, or all), in the order they finished."""
+    if not has_attempts_table(conn):
+        return
+    query = sa.select(proof_attempts).order_by(proof_attempts.c.id)
+    if run is not None:
+        query = query.where(proof_attempts.c.run == run)
+    for row in stream(conn, query):
+        yield ProofAttempt(
+            run=row.run,
+            url=row.url,
+            commit=row.commit,
+            file_path=row.file_path,
+            full_name=row.full_name,
+            attempt=row.attempt,
+            status=AttemptStatus(row.status),
+            proof=None if row.proof is None else tuple(orjson.loads(row.proof)),
+            prover=row.prover,
+            expansions=row.expansions,
+            tree_size=row.tree_size,
+            seconds=row.seconds,
+            lean_seconds=row.lean_seconds,
+            model_seconds=row.model_seconds,
+            error=row.error,
+        )
+
+
+def finished_attempts(
+    conn: Connection, run: str, *, retry_errors: bool = True
+) -> set[tuple[TheoremKey, str, int]]:
+    """(theorem key, commit, attempt) of the run's finished attempts; with ``retry_errors``
+    an attempt that ended in an error does not count as finished."""
+    finished: set[tuple[TheoremKey, str, int]] = set()
+    for attempt in iter_attempts(conn, run):
+        if retry_errors and attempt.status is AttemptStatus.ERROR:
+            continue
+        key = TheoremKey(repository_identity(attempt.url), attempt.file_path, attempt.full_name)
+        finished.add((key, attempt.commit, attempt.attempt))
+    return finished
