@@ -9,7 +9,8 @@ from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase, SplitConfig
 from leanloop.errors import LeanloopError
-from leanloop.ml.generation import GeneratedTactic, TacticGenerator, rank_tactics
+from leanloop.ml.generation import TacticGenerator, rank_tactics
+from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.trainer.evaluation import (
     TacticAccuracy,
     evaluate_tactics,
@@ -67,6 +68,7 @@ def test_trained_model_reproduces_the_tactics(trained, tiny_dir, few_theorems):
     steps = load_steps(few_theorems)
     assert len(steps) == sum(len(t.traced_tactics) for t in few_theorems) >= 4
     generator = TacticGenerator(trained, max_new_tokens=48)
+    assert isinstance(generator, Generator)
     accuracy = evaluate_tactics(generator, few_theorems, k=4)
     assert accuracy.steps == len(steps) and accuracy.k == 4
     assert accuracy.top1 >= 0.5 and accuracy.topk >= max(accuracy.top1, 0.6)
@@ -164,8 +166,8 @@ class _Oracle:
         out = []
         for state in states:
             tactic = "  ".join(self.answers[state].split()) + " "
-            others = [(f"other_{i}", -float(i)) for i in range(k)]
-            others.insert(self.rank, (tactic, 0.0))
+            others = [GeneratedTactic(f"other_{i}", -float(i)) for i in range(k)]
+            others.insert(self.rank, GeneratedTactic(tactic, 0.0))
             out.append(others[:k])
         return out
 
@@ -174,6 +176,7 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     steps = load_steps(few_theorems)
     answers = dict(steps)
     n = len(steps)
+    assert isinstance(_Oracle(answers, 0), Generator)
     assert evaluate_tactics(_Oracle(answers, 0), few_theorems, k=3) == TacticAccuracy(
         steps=n, k=3, top1_hits=n, topk_hits=n
     )

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from leanloop.data.prompt import PromptFormat
 from leanloop.errors import LeanloopError
 from leanloop.ml.causal import END_OF_TURN, end_token_ids, load_causal_lm
+from leanloop.ml.protocols import GeneratedTactic
 
 
 class DecodingOptions(BaseModel):
@@ -38,13 +39,6 @@ class DecodingOptions(BaseModel):
     share_prompt_cache: bool = True
 
 
-class GeneratedTactic(NamedTuple):
-    """A tactic and its score: the log-probability of the reply under the model."""
-
-    tactic: str
-    score: float
-
-
 def rank_tactics(
     candidates: Iterable[tuple[str, float]], prompt_format: PromptFormat, k: int
 ) -> list[GeneratedTactic]:
@@ -62,7 +56,8 @@ def rank_tactics(
 
 
 class TacticGenerator:
-    """Top-k tactics for proof states.
+    """Top-k tactics for proof states (a :class:`~leanloop.ml.protocols.Generator`); a tactic's
+    score is the log-probability of the reply under the model.
 
     ``TacticGenerator("smollm2-135m-instruct")``, a checkpoint directory, a trainer's output
     directory (its latest checkpoint) or a LoRA adapter directory (loaded onto its base model);

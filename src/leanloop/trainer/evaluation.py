@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, computed_field
 
@@ -15,17 +15,10 @@ from leanloop.data.leandojo import LeanDojoDataset
 from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
+from leanloop.ml.protocols import Generator
 from leanloop.trainer.rewards import is_recorded_tactic
 
 log = logging.getLogger(__name__)
-
-
-class Generator(Protocol):
-    """Anything that proposes ranked tactics for a batch of states (e.g. ``TacticGenerator``)."""
-
-    def generate_batch(self, states: Sequence[str], k: int = ..., **kw: Any) -> list[list[Any]]:
-        """Candidates per state, best first: strings or ``(tactic, score)`` pairs."""
-        ...
 
 
 class TacticAccuracy(BaseModel):
@@ -121,8 +114,8 @@ def evaluate_tactics(
     top1 = topk = 0
     for row, ranked in zip(rows, candidates, strict=True):
         hits = [
-            is_recorded_tactic(c if isinstance(c, str) else c[0], row["tactic"], row["full_tactic"])
-            for c in ranked[:k]
+            is_recorded_tactic(candidate.tactic, row["tactic"], row["full_tactic"])
+            for candidate in ranked[:k]
         ]
         top1 += bool(hits and hits[0])
         topk += any(hits)
