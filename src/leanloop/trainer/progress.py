@@ -241,19 +241,18 @@ class ProgressTrainer:
             set_seed,
         )
 
-        from leanloop.retrieval.encoder import load_pretrained
+        from leanloop.ml.pretrained import load_pretrained
         from leanloop.trainer.plots import plot_curves
 
         rows = read_progress_rows(self.data_path)
         training, evaluation = split_rows(rows, self.eval_ratio, self.seed)
-        tokenizer = load_pretrained(AutoTokenizer, self.model_name, what="tokenizer")
+        tokenizer = load_pretrained(AutoTokenizer, self.model_name)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         set_seed(self.seed)  # the regression head's initial weights are random
         model = load_pretrained(
             AutoModelForSequenceClassification,
             self.model_name,
-            what="model",
             num_labels=1,
             problem_type="regression",
         )
