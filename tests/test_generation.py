@@ -14,7 +14,7 @@ from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.trainer.evaluation import (
     TacticAccuracy,
     evaluate_tactics,
-    load_rows,
+    load_examples,
     load_steps,
     same_tactic,
 )
@@ -184,12 +184,12 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     assert (second.top1, second.topk) == (0.0, 1.0)
     assert evaluate_tactics(_Oracle(answers, 3), few_theorems, k=3).topk == 0.0
     # the whole of each recorded tactic, on one line, is a match too (multi-line ones differ)
-    rows = load_rows(sample_theorems(sample_dir))
-    whole = {row["state"]: row["full_tactic"] for row in rows}
-    assert sum(row["full_tactic"] != row["tactic"] for row in rows) >= 40
+    rows = load_examples(sample_theorems(sample_dir))
+    whole = {row.state: row.full_tactic for row in rows}
+    assert sum(row.full_tactic != row.tactic for row in rows) >= 40
     # (a state recorded twice with different tactics can match only one of them)
-    expected = sum(whole[row["state"]] in (row["full_tactic"], row["tactic"]) for row in rows)
-    first_lines_only = sum(whole[row["state"]] == row["tactic"] for row in rows)
+    expected = sum(whole[row.state] in (row.full_tactic, row.tactic) for row in rows)
+    first_lines_only = sum(whole[row.state] == row.tactic for row in rows)
     assert len(rows) - 5 <= expected and first_lines_only <= expected - 40
     found = evaluate_tactics(_Oracle(whole, 0), sample_theorems(sample_dir), k=1)
     assert found.top1_hits == expected

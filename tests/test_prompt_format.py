@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from leanloop.data.prompt import DEFAULT_SYSTEM_PROMPT, PromptFormat, first_line
+from leanloop.data.prompt import DEFAULT_SYSTEM_PROMPT, PromptExample, PromptFormat, first_line
 from leanloop.data.records import Theorem, TracedTactic
 from tests.helpers import sample_theorems, with_sorry
 
@@ -58,7 +58,7 @@ def test_system_prompt_is_the_lean4_one_tactic_instruction():
     custom = PromptFormat(system="Prove it.")
     assert custom.prompt("⊢ True")[0] == {"role": "system", "content": "Prove it."}
     rows = list(custom.examples([theorem(step("trivial", state="⊢ True"))]))
-    assert rows[0]["prompt"][0]["content"] == "Prove it."
+    assert rows[0].prompt[0]["content"] == "Prove it."
     with pytest.raises(Exception):  # noqa: B017 - frozen: one format shared by all users
         custom.system = "changed"
 
@@ -68,8 +68,8 @@ def test_user_text_is_the_state_without_premise_marks():
     messages = PromptFormat().prompt(state)
     assert messages[1] == {"role": "user", "content": "h : Nat.succ n ≤ m\n⊢ Nat.add n 1 ≤ m"}
     rows = list(PromptFormat().examples([theorem(step("simp", state=state))]))
-    assert rows[0]["prompt"] == messages
-    assert rows[0]["state"] == state  # the recorded state travels along unchanged
+    assert rows[0].prompt == messages
+    assert rows[0].state == state  # the recorded state travels along unchanged
 
 
 def test_assistant_text_has_no_premise_marks():
@@ -82,11 +82,11 @@ def test_assistant_text_has_no_premise_marks():
     rows = list(fmt.examples([theorem(plain, marked)]))
     assert len(rows) == 2
     for row in rows:
-        assert row["completion"] == [
+        assert row.completion == [
             {"role": "assistant", "content": "rw [Nat.add_comm, Nat.succ_le]"}
         ]
-        assert row["tactic"] == "rw [Nat.add_comm, Nat.succ_le]"
-        assert roles(row["prompt"] + row["completion"]) == ["system", "user", "assistant"]
+        assert row.tactic == "rw [Nat.add_comm, Nat.succ_le]"
+        assert roles(row.prompt + row.completion) == ["system", "user", "assistant"]
     assert fmt.completion("exact <a>foo</a> <a>bar</a>") == [
         {"role": "assistant", "content": "exact foo bar"}
     ]
@@ -99,11 +99,11 @@ def test_multi_line_tactic_teaches_its_first_line():
     rows = list(
         PromptFormat().examples([theorem(step(tactic, annotated, [REF]), step(blank_first))])
     )
-    assert [r["completion"][0]["content"] for r in rows] == [
+    assert [r.completion[0]["content"] for r in rows] == [
         "have h : n + 1 = 1 + n := by",
         "constructor",
     ]
-    assert [r["tactic"] for r in rows] == ["have h : n + 1 = 1 + n := by", "constructor"]
+    assert [r.tactic for r in rows] == ["have h : n + 1 = 1 + n := by", "constructor"]
     assert PromptFormat().completion("  simp at h\n  exact h") == [
         {"role": "assistant", "content": "simp at h"}
     ]
@@ -116,8 +116,8 @@ def test_sorry_admit_and_empty_steps_are_skipped():
     steps = [step(t) for t in (skipped[0], kept[0], skipped[1], kept[1], skipped[2])]
     steps += [step(t) for t in (kept[2], skipped[3], kept[3], skipped[4])]
     rows = list(PromptFormat().examples([theorem(*steps)]))
-    assert [r["tactic"] for r in rows] == kept
-    assert all(r["full_name"] == "Test.thm" for r in rows)
+    assert [r.tactic for r in rows] == kept
+    assert all(r.full_name == "Test.thm" for r in rows)
 
 
 def test_a_real_theorem_with_its_proof_replaced_by_sorry_gives_nothing(sample_dir):
@@ -125,6 +125,33 @@ def test_a_real_theorem_with_its_proof_replaced_by_sorry_gives_nothing(sample_di
     fmt = PromptFormat()
     assert len(list(fmt.examples([real]))) == real.num_steps
     assert list(fmt.examples([with_sorry(real)])) == []
+
+
+def test_examples_are_frozen_records_whose_fields_are_the_columns():
+    import dataclasses
+
+    (example,) = PromptFormat().examples([theorem(step("simp", state="⊢ True"))])
+    assert isinstance(example, PromptExample)
+    assert PromptExample.columns() == (
+        "prompt",
+        "completion",
+        "state",
+        "tactic",
+        "full_tactic",
+        "full_name",
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        example.tactic = "rfl"  # type: ignore[misc]
+    assert example.row(exclude={"completion"}) == {
+        "prompt": PromptFormat().prompt("⊢ True"),
+        "state": "⊢ True",
+        "tactic": "simp",
+        "full_tactic": "simp",
+        "full_name": "Test.thm",
+    }
+    assert list(example.row()) == list(PromptExample.columns())
+    with pytest.raises(ValueError, match="no column completions"):
+        example.row(exclude={"completions"})
 
 
 def test_parse_reads_the_tactic_of_a_reply():
@@ -151,17 +178,17 @@ def test_examples_from_the_real_sample(sample_dir):
     assert len(rows) == 435  # the sample has no sorry step
     multi_line = 0
     for row, (thm, traced) in zip(rows, steps, strict=True):
-        assert row["full_name"] == thm.full_name and row["state"] == traced.state_before
-        assert row["prompt"] == [
+        assert row.full_name == thm.full_name and row.state == traced.state_before
+        assert row.prompt == [
             {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
             {"role": "user", "content": traced.state_before.strip()},
         ]
-        (assistant,) = row["completion"]
+        (assistant,) = row.completion
         text = assistant["content"]
-        assert assistant["role"] == "assistant" and text == row["tactic"]
+        assert assistant["role"] == "assistant" and text == row.tactic
         assert text and "\n" not in text and text == text.strip()
         assert "<a>" not in text and "</a>" not in text
-        assert "<a>" not in row["prompt"][1]["content"]
+        assert "<a>" not in row.prompt[1]["content"]
         assert fmt.parse(text) == text  # what is taught is what the provers read back
         first = traced.tactic.strip().splitlines()[0].strip()
         assert text == first
@@ -172,12 +199,10 @@ def test_examples_from_the_real_sample(sample_dir):
             multi_line += 1
             assert text != traced.tactic and traced.tactic.startswith(text)
         # the whole recorded tactic on one line, as the README of the sample says to compare
-        assert row["full_tactic"] == " ".join(traced.tactic.split())
-        assert row["full_tactic"] == " ".join(traced.annotated_tactic.plain_text.split())
+        assert row.full_tactic == " ".join(traced.tactic.split())
+        assert row.full_tactic == " ".join(traced.annotated_tactic.plain_text.split())
     assert multi_line == 43
     marked = [s for _, s in steps if "<a>" in s.annotated_tactic.text]
     assert len(marked) == 256  # the marks are there to strip
-    tail = [
-        r["tactic"] for r in rows if r["full_name"] == "Batteries.BinomialHeap.Imp.Heap.WF.tail?"
-    ]
+    tail = [r.tactic for r in rows if r.full_name == "Batteries.BinomialHeap.Imp.Heap.WF.tail?"]
     assert "match eq₂ : s.deleteMin le, eq with" in tail  # not the "| some (a, tl), ..." arm

@@ -88,8 +88,7 @@ def test_constant_reward_gives_zero_advantages_and_a_warning(sample_dir, one_rep
 def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_path):
     database, repos = one_repo
     examples = {
-        (row["state"], row["tactic"])
-        for row in PromptFormat().examples(sample_theorems(sample_dir))
+        (row.state, row.tactic) for row in PromptFormat().examples(sample_theorems(sample_dir))
     }
     calls: list[dict] = []
 
@@ -245,6 +244,19 @@ def test_builtin_rewards():
     assert both(completions=["intro x", "sorry", "x" * 120]) == pytest.approx([2.0, 0.0, 1.5])
     with pytest.raises(LeanloopError, match="2 reward functions but 1 weights"):
         combine(format_reward, length_penalty, weights=[1.0])
+
+
+def test_rewards_read_the_columns_of_prompt_examples():
+    """The columns reward functions take by name are columns of PromptExample."""
+    import inspect
+
+    from leanloop.data.prompt import PromptExample
+    from leanloop.trainer.lean_reward import LeanCheckedReward
+
+    columns = set(PromptExample.columns()) - {"prompt", "completion"}
+    taken = set(inspect.signature(exact_match_reward).parameters) - {"completions", "kwargs"}
+    assert taken and taken <= columns
+    assert LeanCheckedReward(lambda: None).state_column in columns
 
 
 def test_reward_lists_are_checked():

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from leanloop.data.prompt import PromptFormat
+from leanloop.data.prompt import PromptExample, PromptFormat
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
@@ -39,7 +39,7 @@ def tiny_dir(sample_dir):
     return shared_tiny_model(sample_dir)
 
 
-def real_rows(sample_dir, count: int) -> list[dict]:
+def real_rows(sample_dir, count: int) -> list[PromptExample]:
     fmt = PromptFormat()
     rows = list(fmt.examples(sample_theorems(sample_dir)))
     step = max(1, len(rows) // count)
@@ -60,12 +60,12 @@ def test_labels_mask_the_prompt_and_keep_the_completion(model, tiny_dir, sample_
     tok = trainer.tokenizer
     for i, row in enumerate(rows):
         prompt_text = tok.apply_chat_template(
-            row["prompt"], tokenize=False, add_generation_prompt=True
+            row.prompt, tokenize=False, add_generation_prompt=True
         )
-        full_text = tok.apply_chat_template(row["prompt"] + row["completion"], tokenize=False)
+        full_text = tok.apply_chat_template(row.prompt + row.completion, tokenize=False)
         assert full_text.startswith(prompt_text)
         completion_text = full_text[len(prompt_text) :]
-        assert completion_text.startswith(row["tactic"])
+        assert completion_text.startswith(row.tactic)
         prompt_ids = tok(prompt_text, add_special_tokens=False)["input_ids"]
         full_ids = tok(full_text, add_special_tokens=False)["input_ids"]
         assert full_ids[: len(prompt_ids)] == prompt_ids
@@ -193,7 +193,7 @@ def test_two_repositories_lora_adapter(tiny_dir, sample_dir, tmp_path, monkeypat
     assert same_weights(base_before, base_after)  # LoRA leaves the base weights alone
     assert lora.base_model_name_or_path is None  # the caller's config was not modified
 
-    states = [r["state"] for r in real_rows(sample_dir, 4)]
+    states = [r.state for r in real_rows(sample_dir, 4)]
     options = {"method": "greedy", "max_new_tokens": 12}
     in_memory = TacticGenerator.from_model(trainer.model, trainer.tokenizer, **options)
     from_disk = TacticGenerator(out, **options)  # LATEST -> adapter -> base + adapter

@@ -1,10 +1,12 @@
 """The one prompt format for tactic generation (system / user / assistant), shared by the SFT and
-GRPO trainers and by the provers, and the parsing of what a model generates."""
+GRPO trainers and by the provers: the training examples it makes of traced steps, and the parsing
+of what a model generates."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -18,6 +20,32 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 _FENCE = re.compile(r"^```\s*[\w-]*\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptExample:
+    """One traced step as a chat example. Its field names are the dataset's column names: TRL
+    reads ``prompt`` and ``completion``, and hands every other column to GRPO reward functions
+    as the keyword argument of the same name."""
+
+    prompt: list[dict[str, str]]  # the system and user messages
+    completion: list[dict[str, str]]  # the assistant message teaching the tactic
+    state: str  # the proof state before the step, as recorded
+    tactic: str  # the tactic taught
+    full_tactic: str  # the whole recorded tactic, whitespace collapsed to one line
+    full_name: str  # the theorem's full name
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The column names, in order."""
+        return tuple(field.name for field in fields(cls))
+
+    def row(self, *, exclude: Collection[str] = ()) -> dict[str, Any]:
+        """The example as a dataset row: every column but ``exclude``."""
+        unknown = set(exclude) - set(self.columns())
+        if unknown:
+            raise ValueError(f"PromptExample has no column {', '.join(sorted(unknown))}")
+        return {name: getattr(self, name) for name in self.columns() if name not in exclude}
 
 
 class PromptFormat(BaseModel):
@@ -38,11 +66,9 @@ class PromptFormat(BaseModel):
         """The assistant message teaching ``tactic``: its first line, premise marks stripped."""
         return [{"role": "assistant", "content": first_line(strip_premise_marks(tactic))}]
 
-    def examples(self, theorems: Iterable[Theorem]) -> Iterator[dict[str, Any]]:
-        """Prompt/completion rows for every traced step (``sorry`` steps are skipped); the state
-        and the tactic taught travel along as ``state`` and ``tactic`` columns, and the whole
-        recorded tactic, whitespace collapsed to one line, as ``full_tactic`` (it differs from
-        ``tactic`` for multi-line tactics)."""
+    def examples(self, theorems: Iterable[Theorem]) -> Iterator[PromptExample]:
+        """An example for every traced step (``sorry`` steps are skipped); ``full_tactic``
+        differs from ``tactic`` for multi-line tactics."""
         for theorem in theorems:
             for step in theorem.traced_tactics:
                 if step.is_sorry:
@@ -50,14 +76,14 @@ class PromptFormat(BaseModel):
                 tactic = first_line(strip_premise_marks(step.tactic))
                 if not tactic:
                     continue
-                yield {
-                    "prompt": self.prompt(step.state_before),
-                    "completion": self.completion(tactic),
-                    "state": step.state_before,
-                    "tactic": tactic,
-                    "full_tactic": collapse_whitespace(strip_premise_marks(step.tactic)),
-                    "full_name": theorem.full_name,
-                }
+                yield PromptExample(
+                    prompt=self.prompt(step.state_before),
+                    completion=self.completion(tactic),
+                    state=step.state_before,
+                    tactic=tactic,
+                    full_tactic=collapse_whitespace(strip_premise_marks(step.tactic)),
+                    full_name=theorem.full_name,
+                )
 
     def parse(self, generated: str) -> str | None:
         """The tactic in a model's reply: the first line with content, outside code fences;

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, computed_field
 
 from leanloop.data.leandojo import LeanDojoDataset
-from leanloop.data.prompt import PromptFormat
+from leanloop.data.prompt import PromptExample, PromptFormat
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import Generator
@@ -58,19 +58,21 @@ def load_steps(
     """``(state, tactic taught)`` for every usable step (``sorry`` steps skipped) of a split
     file, of ``split`` in a dataset directory, or of theorems."""
     return [
-        (row["state"], row["tactic"])
-        for row in load_rows(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+        (example.state, example.tactic)
+        for example in load_examples(
+            source, split=split, prompt_format=prompt_format, max_steps=max_steps
+        )
     ]
 
 
-def load_rows(
+def load_examples(
     source: str | os.PathLike | Iterable[Theorem],
     *,
     split: str = "random/test",
     prompt_format: PromptFormat | None = None,
     max_steps: int | None = None,
-) -> list[dict[str, Any]]:
-    """The ``PromptFormat.examples`` rows of ``load_steps``' steps."""
+) -> list[PromptExample]:
+    """The examples of ``load_steps``' steps."""
     prompt_format = prompt_format or PromptFormat()
     if isinstance(source, str | os.PathLike):
         path = Path(source)
@@ -84,12 +86,12 @@ def load_rows(
         theorems: Iterable[Theorem] = LeanDojoDataset(path).iter_theorems()
     else:
         theorems = source
-    rows = []
-    for row in prompt_format.examples(theorems):
-        rows.append(row)
-        if max_steps is not None and len(rows) >= max_steps:
+    examples = []
+    for example in prompt_format.examples(theorems):
+        examples.append(example)
+        if max_steps is not None and len(examples) >= max_steps:
             break
-    return rows
+    return examples
 
 
 def evaluate_tactics(
@@ -108,17 +110,17 @@ def evaluate_tactics(
     recorded tactic written on one line."""
     if k < 1:
         raise LeanloopError(f"k={k}: evaluate at least one candidate")
-    rows = load_rows(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
-    states = [row["state"] for row in rows]
+    examples = load_examples(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+    states = [example.state for example in examples]
     candidates = generator.generate_batch(states, k, **generate_options) if states else []
     top1 = topk = 0
-    for row, ranked in zip(rows, candidates, strict=True):
+    for example, ranked in zip(examples, candidates, strict=True):
         hits = [
-            is_recorded_tactic(candidate.tactic, row["tactic"], row["full_tactic"])
+            is_recorded_tactic(candidate.tactic, example.tactic, example.full_tactic)
             for candidate in ranked[:k]
         ]
         top1 += bool(hits and hits[0])
         topk += any(hits)
-    result = TacticAccuracy(steps=len(rows), k=k, top1_hits=top1, topk_hits=topk)
+    result = TacticAccuracy(steps=len(examples), k=k, top1_hits=top1, topk_hits=topk)
     log.info("tactic accuracy: %s", result)
     return result

@@ -15,6 +15,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
+from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
 from leanloop.trainer.base import CurriculumStep
 from leanloop.trainer.hf_common import HFCurriculumTrainer, HFTrainerOptions, StepReport
@@ -181,8 +182,9 @@ class GRPOTrainer(HFCurriculumTrainer):
     batch_size=1, lr=2e-5, lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the
     fields of :class:`GRPOOptions`. ``reward_func`` is a function ``f(completions, **kwargs)``
     returning one reward per completion (a list, or a 1-D tensor), or a list of them (weighted
-    by ``reward_weights``). Every dataset column reaches it as a keyword argument: ``state``
-    (the proof state), ``tactic`` (the recorded tactic) and ``full_name`` (the theorem).
+    by ``reward_weights``). Every column of :class:`~leanloop.data.prompt.PromptExample` but the
+    completion reaches it as a keyword argument: ``state`` (the proof state), ``tactic`` (the
+    tactic taught), ``full_tactic`` and ``full_name`` (the theorem).
 
     ``advantages`` keeps the advantages TRL computed for every training batch.
     """
@@ -222,14 +224,8 @@ class GRPOTrainer(HFCurriculumTrainer):
             o.batch_size, o.gradient_accumulation_steps, o.num_generations, o.generation_batch_size
         )
 
-    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "prompt": example["prompt"],
-            "state": example["state"],
-            "tactic": example["tactic"],
-            "full_tactic": example["full_tactic"],
-            "full_name": example["full_name"],
-        }
+    def example_row(self, example: PromptExample) -> dict[str, Any]:
+        return example.row(exclude={"completion"})  # GRPO generates the completions
 
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
         o = self.options

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from leanloop.atomic import replace_directory
 from leanloop.configfile import read_config_file
 from leanloop.data.leandojo import LeanDojoDataset
-from leanloop.data.prompt import PromptFormat
+from leanloop.data.prompt import PromptExample, PromptFormat
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
@@ -288,8 +288,8 @@ class HFCurriculumTrainer(CurriculumTrainer):
     # -- data ---------------------------------------------------------------------------------
 
     @abstractmethod
-    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
-        """The dataset row for one ``PromptFormat.examples`` row."""
+    def example_row(self, example: PromptExample) -> dict[str, Any]:
+        """The dataset row of one example."""
 
     def read_examples(
         self, path: Path, *, required: bool, limit: int | None = None

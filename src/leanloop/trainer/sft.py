@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
+from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
 from leanloop.trainer.hf_common import HFCurriculumTrainer, HFTrainerOptions
 
@@ -32,8 +33,8 @@ class SFTTrainer(HFCurriculumTrainer):
     kind: ClassVar[str] = "sft"
     options: SFTOptions
 
-    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
-        return {"prompt": example["prompt"], "completion": example["completion"]}
+    def example_row(self, example: PromptExample) -> dict[str, Any]:
+        return {"prompt": example.prompt, "completion": example.completion}
 
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
         args = super().trl_arguments(work_dir)
