@@ -1,114 +1,33 @@
 """``ProgressTrainer``: fine-tunes a regression head to predict how many proof steps remain after
-a tactic, keeping the checkpoint with the lowest validation MSE; and ``build_progress_dataset``,
-which writes its JSONL rows from the traced proofs in the database."""
+a tactic, keeping the checkpoint with the lowest validation MSE."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-import random
 import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from leanloop.atomic import write_text_atomic
-from leanloop.data.records import TheoremStatus
-from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.progress import MAX_LENGTH_KEY, MEAN_KEY, STD_KEY, progress_text
+from leanloop.trainer.progress_data import (
+    ProgressRow,
+    build_progress_dataset,
+    read_progress_rows,
+    split_rows,
+)
+
+if TYPE_CHECKING:
+    from leanloop.database.dynamic import DynamicDatabase, RepositoryLike
 
 log = logging.getLogger(__name__)
 
 #: Written next to the trained model: MSE and MAE on the validation rows, in steps.
 METRICS_FILE = "progress_metrics.json"
-
-
-def build_progress_dataset(database, output_path: str | Path, repositories=None) -> int:
-    """Write one JSONL row ``{goal, prefix, tactic, steps_remaining, theorem}`` per step of every
-    proven theorem with a traced proof (of ``repositories``, or of all); a proof of n steps gives
-    n - 1, ..., 1, 0. ``prefix`` is the tactics before the step, one a line. Returns the count."""
-    output_path = Path(output_path)
-    lines: list[str] = []
-    sources: Iterable = [None] if repositories is None else repositories
-    for repository in sources:
-        for theorem in database.iter_theorems(repository, status=TheoremStatus.PROVEN):
-            tactics = [t.tactic for t in theorem.traced_tactics]
-            if not tactics or any(t.is_sorry for t in theorem.traced_tactics):
-                continue
-            for index, step in enumerate(theorem.traced_tactics):
-                row = {
-                    "goal": step.state_before,
-                    "prefix": "\n".join(tactics[:index]),
-                    "tactic": step.tactic,
-                    "steps_remaining": len(tactics) - 1 - index,
-                    "theorem": str(theorem.key),
-                }
-                lines.append(json.dumps(row, ensure_ascii=False))
-    write_text_atomic(output_path, "".join(line + "\n" for line in lines))
-    return len(lines)
-
-
-def read_progress_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a progress JSONL file, checked: ``goal`` and ``tactic`` strings, ``prefix``
-    a string or absent, ``steps_remaining`` a number ≥ 0."""
-    path = Path(path)
-    if not path.is_file():
-        raise LeanloopError(
-            f"progress data file {path} does not exist",
-            hint="write one with build_progress_dataset(database, path)",
-        )
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, f"not JSON: {exc.msg}", line=number) from None
-            if not isinstance(row, dict):
-                raise DataFormatError(path, "expected a JSON object", line=number)
-            for field in ("goal", "tactic"):
-                if not isinstance(row.get(field), str):
-                    raise DataFormatError(path, "missing or not a string", line=number, field=field)
-            if not isinstance(row.get("prefix", ""), str | None):
-                raise DataFormatError(path, "not a string", line=number, field="prefix")
-            steps = row.get("steps_remaining")
-            if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
-                raise DataFormatError(
-                    path, "expected a number >= 0", line=number, field="steps_remaining"
-                )
-            rows.append(row)
-    if not rows:
-        raise LeanloopError(
-            f"progress data file {path} is empty",
-            hint="build it from a database holding traced proofs",
-        )
-    return rows
-
-
-def split_rows(
-    rows: Sequence[dict[str, Any]], eval_ratio: float, seed: int
-) -> tuple[list[dict], list[dict]]:
-    """Train and validation rows. Rows carrying a ``theorem`` are split by theorem, so that no
-    proof is on both sides; other rows are split one by one. Seeded."""
-    groups: dict[str, list[dict]] = {}
-    for number, row in enumerate(rows):
-        groups.setdefault(str(row.get("theorem", f"#row{number}")), []).append(row)
-    keys = sorted(groups)
-    random.Random(seed).shuffle(keys)
-    count = len(keys)
-    n_eval = min(count - 1, max(1, round(count * eval_ratio)))
-    if n_eval < 1:
-        raise LeanloopError(
-            f"cannot split {count} proof(s) into training and validation data",
-            hint="add more rows (at least two theorems) to the progress data",
-        )
-    evaluation = [row for key in keys[:n_eval] for row in groups[key]]
-    training = [row for key in keys[n_eval:] for row in groups[key]]
-    return training, evaluation
 
 
 class ProgressTrainer:
@@ -169,7 +88,11 @@ class ProgressTrainer:
 
     @classmethod
     def from_database(
-        cls, database, data_path: str | Path, repositories=None, **kwargs: Any
+        cls,
+        database: DynamicDatabase,
+        data_path: str | Path,
+        repositories: Iterable[RepositoryLike] | None = None,
+        **kwargs: Any,
     ) -> ProgressTrainer:
         """Write the progress rows of ``database`` to ``data_path`` and train on them."""
         count = build_progress_dataset(database, data_path, repositories)
@@ -180,18 +103,24 @@ class ProgressTrainer:
             )
         return cls(data_path, **kwargs)
 
-    def _datasets(self, tokenizer, training: list[dict], evaluation: list[dict], max_length: int):
+    def _datasets(
+        self,
+        tokenizer,
+        training: list[ProgressRow],
+        evaluation: list[ProgressRow],
+        max_length: int,
+    ):
         from datasets import Dataset
 
-        steps = [float(r["steps_remaining"]) for r in training]
+        steps = [float(r.steps_remaining) for r in training]
         mean = sum(steps) / len(steps)
         std = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps)) or 1.0
 
-        def build(rows: list[dict]):
+        def build(rows: list[ProgressRow]):
             data = Dataset.from_dict(
                 {
-                    "text": [progress_text(r["goal"], r.get("prefix"), r["tactic"]) for r in rows],
-                    "labels": [(float(r["steps_remaining"]) - mean) / std for r in rows],
+                    "text": [progress_text(r.goal, r.prefix, r.tactic) for r in rows],
+                    "labels": [(float(r.steps_remaining) - mean) / std for r in rows],
                 }
             )
             return data.map(
