@@ -12,12 +12,8 @@ from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import strip_premise_marks
 from leanloop.errors import LeanloopError
 from leanloop.ml.models import latest_checkpoint
-from leanloop.trainer.grpo import (
-    DEFAULT_NUM_GENERATIONS,
-    GRPOTrainer,
-    ZeroAdvantageWarning,
-    generation_plan,
-)
+from leanloop.trainer.grpo import GRPOTrainer, ZeroAdvantageWarning
+from leanloop.trainer.grpo_config import DEFAULT_NUM_GENERATIONS, generation_plan
 from leanloop.trainer.rewards import (
     LengthPenalty,
     as_reward_list,

@@ -9,7 +9,8 @@ import pytest
 
 from leanloop.ml.device import Hardware
 from leanloop.trainer.progress import ProgressTrainer
-from leanloop.trainer.retrieval import RetrievalTrainer, TrainingConfig
+from leanloop.trainer.retrieval import RetrievalTrainer
+from leanloop.trainer.retrieval_config import TrainingConfig
 
 CPU = Hardware("cpu", bf16=False, gradient_checkpointing=False)
 CUDA = Hardware("cuda", bf16=True, gradient_checkpointing=True)

@@ -161,7 +161,7 @@ def test_progress_text_puts_the_proof_so_far_last():
 
 def test_bad_arguments_are_clear_errors(tmp_path, rows_path):
     for ratio in (0, 1, 1.5, -0.2):
-        with pytest.raises(LeanloopError, match="eval_ratio must be between 0 and 1"):
+        with pytest.raises(LeanloopError, match="ProgressTrainer: field 'eval_ratio'"):
             ProgressTrainer(rows_path, eval_ratio=ratio)
     with pytest.raises(LeanloopError, match="does not exist"):
         ProgressTrainer(tmp_path / "missing.jsonl")
@@ -347,3 +347,15 @@ def test_training_is_reproducible_whatever_ran_before(two_repo_db, encoder, tmp_
         results.append(trainer.train())
     assert results[0]["mse"] == results[1]["mse"]
     assert results[0]["history"] == results[1]["history"]
+
+
+def test_from_config_file(tmp_path, rows_path):
+    path = tmp_path / "progress.yaml"
+    path.write_text(f"data_path: {rows_path}\nbatch_size: 4\nepochs: 2\n")
+    trainer = ProgressTrainer.from_config(path, output_dir=tmp_path / "o")
+    assert (trainer.batch_size, trainer.epochs, trainer.output_dir) == (4, 2.0, tmp_path / "o")
+    assert trainer.data_path == rows_path and trainer.model_name == "bert-base-uncased"
+    assert ProgressTrainer.from_config(trainer.config).config == trainer.config
+    path.write_text(f"data_path: {rows_path}\nlearning_rate: 0\n")
+    with pytest.raises(LeanloopError, match=r"progress\.yaml: field 'learning_rate'"):
+        ProgressTrainer.from_config(path)

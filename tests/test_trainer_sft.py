@@ -309,8 +309,8 @@ def test_from_config_file(tiny_dir, tmp_path):
         "lora: {r: 2, lora_alpha: 4, target_modules: [q_proj]}\n"
     )
     trainer = SFTTrainer.from_config(config, output_dir=tmp_path / "out")
-    assert trainer.batch_size == 2 and trainer.options.max_steps == 5
-    assert trainer.options.max_length == 256 and trainer.output_dir == tmp_path / "out"
+    assert trainer.batch_size == 2 and trainer.config.max_steps == 5
+    assert trainer.config.max_length == 256 and trainer.output_dir == tmp_path / "out"
     assert trainer.use_lora and trainer.lora_config.r == 2
 
 
@@ -351,9 +351,11 @@ def test_unknown_model_names_the_offline_models(tmp_path):
 
 
 def test_bad_options_are_named(tmp_path):
-    with pytest.raises(LeanloopError, match="option 'max_lenght'"):
+    with pytest.raises(
+        LeanloopError, match=r"SFTTrainer: unknown field 'max_lenght'.*'max_length'"
+    ):
         SFTTrainer("tinycoder", output_dir=tmp_path, max_lenght=12)
-    with pytest.raises(LeanloopError, match="option 'batch_size'"):
+    with pytest.raises(LeanloopError, match="SFTTrainer: field 'batch_size'"):
         SFTTrainer("tinycoder", output_dir=tmp_path, batch_size=0)
     with pytest.raises(LeanloopError, match=r"lora_config must be a peft\.LoraConfig"):
         SFTTrainer("tinycoder", output_dir=tmp_path, lora_config=42)

@@ -7,13 +7,15 @@ import json
 import logging
 import math
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.progress import MAX_LENGTH_KEY, MEAN_KEY, STD_KEY, progress_text
+from leanloop.trainer.config import config_field, field_names
+from leanloop.trainer.progress_config import ProgressTrainerConfig
 from leanloop.trainer.progress_data import (
     ProgressRow,
     build_progress_dataset,
@@ -55,36 +57,52 @@ class ProgressTrainer:
         callbacks: Sequence = (),
         hardware: Hardware | None = None,
     ) -> None:
-        if not 0 < eval_ratio < 1:
-            raise LeanloopError(
-                f"eval_ratio must be between 0 and 1 (exclusive), got {eval_ratio}",
-                hint="e.g. eval_ratio=0.2 keeps a fifth of the proofs for validation",
-            )
-        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
-            if not isinstance(value, int) or value < 1:
-                raise LeanloopError(f"{name} must be a positive integer, got {value!r}")
-        if not epochs > 0:
-            raise LeanloopError(f"epochs must be positive, got {epochs}")
-        if not learning_rate > 0:
-            raise LeanloopError(f"learning_rate must be positive, got {learning_rate}")
-        self.data_path = Path(data_path)
+        self.config = ProgressTrainerConfig.from_dict(
+            {
+                "data_path": data_path,
+                "model_name": str(model_name),
+                "output_dir": output_dir,
+                "max_length": max_length,
+                "batch_size": batch_size,
+                "epochs": epochs,
+                "learning_rate": learning_rate,
+                "eval_ratio": eval_ratio,
+                "seed": seed,
+            },
+            source=type(self).__name__,
+        )
         if not self.data_path.is_file():
             raise LeanloopError(
                 f"progress data file {self.data_path} does not exist",
                 hint="write one with build_progress_dataset(database, path) or "
                 "ProgressTrainer.from_database",
             )
-        self.model_name = str(model_name)
-        self.output_dir = Path(output_dir)
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self.epochs = float(epochs)
-        self.learning_rate = learning_rate
-        self.eval_ratio = eval_ratio
-        self.seed = seed
         self.callbacks = list(callbacks)
         self.hardware = hardware
         self.metrics: dict[str, Any] = {}
+
+    data_path = config_field("data_path")
+    model_name = config_field("model_name")
+    output_dir = config_field("output_dir")
+    max_length = config_field("max_length")
+    batch_size = config_field("batch_size")
+    epochs = config_field("epochs")
+    learning_rate = config_field("learning_rate")
+    eval_ratio = config_field("eval_ratio")
+    seed = config_field("seed")
+
+    @classmethod
+    def from_config(
+        cls, source: str | Path | Mapping[str, Any] | ProgressTrainerConfig, **kwargs: Any
+    ) -> ProgressTrainer:
+        """A trainer from a YAML/JSON file, a mapping of fields or a configuration; ``kwargs``
+        naming fields override it, the others (``callbacks``, ``hardware``) go to the
+        constructor."""
+        names = field_names(ProgressTrainerConfig)
+        overrides = {k: v for k, v in kwargs.items() if k in names}
+        extra = {k: v for k, v in kwargs.items() if k not in names}
+        config = ProgressTrainerConfig.load(source, **overrides)
+        return cls(**extra, **{name: getattr(config, name) for name in names})
 
     @classmethod
     def from_database(
