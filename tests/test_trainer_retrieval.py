@@ -265,6 +265,39 @@ def test_training_continues_from_a_given_checkpoint(tmp_path, sample_dir, encode
     assert all(torch.equal(starts.starts[0]["weights"][k], v) for k, v in first.items())
 
 
+class EndWeights(pl.Callback):
+    """Records the weights each repository's training ends with."""
+
+    def __init__(self) -> None:
+        self.ends: list[dict] = []
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.ends.append({k: v.detach().clone() for k, v in pl_module.state_dict().items()})
+
+
+def test_a_run_that_stops_before_validating_keeps_its_last_weights(tmp_path, sample_dir, encoder):
+    """``max_steps`` ends training before the first validation: the checkpoint is not chosen by
+    a validation metric that was never logged (Lightning would warn), the last weights are."""
+    import warnings
+
+    from lightning.pytorch.callbacks import model_checkpoint
+
+    model_checkpoint.warning_cache.clear()  # Lightning gives each warning once per process
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    ends = EndWeights()
+    config = tiny_config(encoder, tmp_path / "out", max_steps=2, lambda_value=0.0)
+    trainer = RetrievalTrainer(config, callbacks=[ends])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (checkpoint,) = trainer.train([REPO_A], db, tmp_path / "data")
+    assert trainer.reports[0].val_steps > 0  # there was validation data: training stopped first
+    unlogged = [w for w in caught if "could not find the monitored key" in str(w.message)]
+    assert not unlogged, unlogged[0].message
+    assert trainer.reports[0].best_checkpoint_score is None
+    saved = PremiseRetriever.load(checkpoint).state_dict()
+    assert all(torch.equal(ends.ends[0][name], value) for name, value in saved.items())
+
+
 def test_user_errors(tmp_path, sample_dir, encoder):
     db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
     trainer = RetrievalTrainer(tiny_config(encoder, tmp_path / "out"))

@@ -139,6 +139,10 @@ class RetrievalTrainer(CurriculumTrainer):
                     save_top_k=config.checkpoint_save_top_k,
                     every_n_epochs=config.checkpoint_every_n_epochs,
                     save_weights_only=True,
+                    # a validation metric exists only after a validation: save there, never at
+                    # the end of a training epoch that max_steps or max_time cut short before it
+                    # (no checkpoint then: the last weights are kept)
+                    save_on_train_epoch_end=False if monitors_val else None,
                 )
             )
         else:
