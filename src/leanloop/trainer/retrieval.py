@@ -121,7 +121,10 @@ class RetrievalTrainer(CurriculumTrainer):
             "precision": config.precision or hardware.lightning_precision,
         }
 
-    def _lightning_trainer(self, work_dir: Path, has_val: bool):
+    def lightning_trainer(self, work_dir: Path, has_val: bool):
+        """The Lightning trainer of one repository: device and precision by hardware (see
+        ``device_arguments``), checkpoint and early-stopping callbacks on the configured monitors
+        (validation monitors only when there is validation data), CSV logs in ``work_dir``."""
         import lightning.pytorch as pl
         from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
         from lightning.pytorch.loggers import CSVLogger
@@ -227,7 +230,7 @@ class RetrievalTrainer(CurriculumTrainer):
             )
         work_dir = step.checkpoint_dir.with_name(f".{step.checkpoint_dir.name}.work")
         shutil.rmtree(work_dir, ignore_errors=True)
-        trainer = self._lightning_trainer(work_dir, has_val=bool(data.val_steps))
+        trainer = self.lightning_trainer(work_dir, has_val=bool(data.val_steps))
         model.train()  # pretrained encoders load in eval mode (dropout off)
         trainer.fit(model, datamodule=data)
 
