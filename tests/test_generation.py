@@ -206,6 +206,34 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     assert result.steps == 0 and result.top1 == 0.0
 
 
+def test_a_checkpoint_brings_its_prompt_format(tiny_dir, tmp_path):
+    """A format trained with is the format generated with, unless the caller gives another."""
+    import json
+
+    from leanloop.trainer.sft import SFTTrainer
+
+    custom = PromptFormat(system="Prove the goal in Lean 4. Answer with one tactic.")
+    trainer = SFTTrainer(
+        str(tiny_dir), output_dir=tmp_path / "out", prompt_format=custom, plot_curves=False
+    )
+    checkpoint = trainer.save_checkpoint(tmp_path / "checkpoint")
+    generator = TacticGenerator(checkpoint, max_new_tokens=4)
+    assert generator.prompt_format == custom
+    assert custom.system in generator.prompt_text("⊢ True")
+    explicit = PromptFormat(system="Something else.")
+    assert TacticGenerator(checkpoint, prompt_format=explicit).prompt_format == explicit
+    assert TacticGenerator(tiny_dir).prompt_format == PromptFormat()  # no record: the default
+    info = checkpoint / "leanloop_checkpoint.json"
+    recorded = json.loads(info.read_text())
+    recorded["config"]["prompt_format"] = {"system": 3}
+    info.write_text(json.dumps(recorded))
+    with pytest.raises(LeanloopError, match=r"leanloop_checkpoint\.json, field 'config\.prompt"):
+        TacticGenerator(checkpoint)
+    info.write_text("{")
+    with pytest.raises(LeanloopError, match=r"leanloop_checkpoint\.json.*malformed JSON"):
+        TacticGenerator(checkpoint)
+
+
 def test_unknown_model(tmp_path):
     with pytest.raises(LeanloopError, match="unknown model 'nobody/nothing'") as info:
         TacticGenerator("nobody/nothing")

@@ -12,9 +12,10 @@ from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware
+from leanloop.ml.generation import CHECKPOINT_INFO
 from leanloop.ml.models import latest_checkpoint, resolve_model
 from leanloop.trainer.base import CurriculumStep
-from leanloop.trainer.hf_common import CHECKPOINT_INFO, CURVES_PNG, LOG_HISTORY
+from leanloop.trainer.hf_common import CURVES_PNG, LOG_HISTORY
 from leanloop.trainer.sft import SFTTrainer
 from tests.helpers import sample_theorems, with_sorry
 from tests.tiny_causal import (

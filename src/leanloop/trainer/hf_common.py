@@ -23,6 +23,7 @@ from leanloop.data.leandojo import LeanDojoDataset
 from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
+from leanloop.ml.generation import CHECKPOINT_INFO
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field, field_names
 from leanloop.trainer.hf_config import HFTrainerConfig
@@ -30,8 +31,8 @@ from leanloop.trainer.plots import plot_curves
 
 log = logging.getLogger(__name__)
 
-#: Files written into every checkpoint directory besides the model and the tokenizer.
-CHECKPOINT_INFO = "leanloop_checkpoint.json"
+#: Files written into every checkpoint directory besides the model, the tokenizer and
+#: ``CHECKPOINT_INFO``.
 CURVES_PNG = "training_curves.png"
 LOG_HISTORY = "log_history.json"
 
