@@ -16,8 +16,9 @@ from leanloop.trainer.evaluation import (
     evaluate_tactics,
     load_examples,
     load_steps,
-    same_tactic,
+    tactic_accuracy,
 )
+from leanloop.trainer.rewards import is_recorded_tactic
 from tests.helpers import sample_theorems, with_sorry, write_dataset
 from tests.tiny_causal import shared_tiny_model
 
@@ -165,7 +166,7 @@ class _Oracle:
     def generate_batch(self, states, k=8, **kwargs):
         out = []
         for state in states:
-            tactic = "  ".join(self.answers[state].split()) + " "
+            tactic = self.answers[state].replace(" ", "  ") + " "
             others = [GeneratedTactic(f"other_{i}", -float(i)) for i in range(k)]
             others.insert(self.rank, GeneratedTactic(tactic, 0.0))
             out.append(others[:k])
@@ -183,16 +184,31 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     second = evaluate_tactics(_Oracle(answers, 1), few_theorems, k=3)
     assert (second.top1, second.topk) == (0.0, 1.0)
     assert evaluate_tactics(_Oracle(answers, 3), few_theorems, k=3).topk == 0.0
-    # the whole of each recorded tactic, on one line, is a match too (multi-line ones differ)
-    rows = load_examples(sample_theorems(sample_dir))
-    whole = {row.state: row.full_tactic for row in rows}
-    assert sum(row.full_tactic != row.tactic for row in rows) >= 40
+    # only the whole of a multi-line tactic is a hit, written on one line or several
+    examples = load_examples(sample_theorems(sample_dir))
+    multi_line = [e for e in examples if "\n" in e.tactic]
+    assert len(multi_line) == 43
     # (a state recorded twice with different tactics can match only one of them)
-    expected = sum(whole[row.state] in (row.full_tactic, row.tactic) for row in rows)
-    first_lines_only = sum(whole[row.state] == row.tactic for row in rows)
-    assert len(rows) - 5 <= expected and first_lines_only <= expected - 40
-    found = evaluate_tactics(_Oracle(whole, 0), sample_theorems(sample_dir), k=1)
-    assert found.top1_hits == expected
+    recorded = [e.state for e in multi_line]
+    multi_line = [e for e in multi_line if recorded.count(e.state) == 1]
+    assert len(multi_line) == 39
+    states = [e.state for e in multi_line]
+
+    def accuracy(answers: dict[str, str], **options) -> TacticAccuracy:
+        candidates = _Oracle(answers, 0).generate_batch(states, 1)
+        return tactic_accuracy(multi_line, candidates, 1, **options)
+
+    whole = {e.state: e.tactic for e in multi_line}
+    assert accuracy(whole).top1 == 1.0
+    assert accuracy({s: " ".join(t.split()) for s, t in whole.items()}).top1 == 1.0
+    first_lines = {state: tactic.splitlines()[0] for state, tactic in whole.items()}
+    assert accuracy(first_lines).top1_hits == 0
+    # the first-line figure, when asked for explicitly with a matcher of one's own
+
+    def same_first_line(proposed: str, recorded: str) -> bool:
+        return is_recorded_tactic(proposed.splitlines()[0], recorded.splitlines()[0])
+
+    assert accuracy(first_lines, match=same_first_line).top1 == 1.0
     # a split file, a dataset directory and the theorems give the same steps; sorry is skipped
     sorry = with_sorry(sample_theorems(sample_dir)[0])
     root = write_dataset(tmp_path / "ds", {"random/test": [*few_theorems, sorry]})
@@ -201,7 +217,8 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     assert load_steps(root, max_steps=2) == steps[:2]
     with pytest.raises(LeanloopError, match="missing data split file"):
         evaluate_tactics(_Oracle(answers, 0), root, split="random/val")
-    assert same_tactic("rw  [a,\tb]", "rw [a, b]") and not same_tactic("rw [a]", "rw [b]")
+    assert is_recorded_tactic("rw  [a,\tb]", "rw [a, b]")
+    assert not is_recorded_tactic("rw [a]", "rw [b]")
     result = evaluate_tactics(_Oracle(answers, 0), [], k=2)
     assert result.steps == 0 and result.top1 == 0.0
 

@@ -101,7 +101,7 @@ def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_p
     for call in train_calls:
         n = len(call["completions"])
         assert n == 4
-        for column in ("state", "tactic", "full_tactic", "full_name", "prompts"):
+        for column in ("state", "tactic", "full_name", "prompts"):
             assert len(call[column]) == n, column
         for prompt, state, tactic in zip(
             call["prompts"], call["state"], call["tactic"], strict=True
@@ -214,23 +214,27 @@ def test_seed_defaults_work(tiny_dir, tmp_path):
 def test_builtin_rewards():
     chat = [[{"role": "assistant", "content": "simp [h]"}], [{"role": "assistant", "content": ""}]]
     assert format_reward(chat) == [1.0, 0.0]
-    assert format_reward(["intro x", "sorry", "exact h\nrfl", "  ", "admit", "```"]) == [
-        1.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
+    replies = [
+        "intro x",
+        "have h : p := by\n  simp",  # a tactic of several lines, as taught
+        "sorry",
+        "have h : p := by\n  sorry",
+        "exact h\n\nThis closes the goal.",  # text after the tactic
+        "```lean\nsimp\n```",  # a fence around it
+        "  ",
+        "admit",
+        "```",
     ]
+    assert format_reward(replies) == [1.0, 1.0] + [0.0] * 7
     tactics = ["rw  [mul_comm]", "simp", "exact h"]
     completions = ["rw [mul_comm] ", [{"role": "assistant", "content": "simp only"}], "exact  h"]
     assert exact_match_reward(completions, tactic=tactics) == [1.0, 0.0, 1.0]
-    # a multi-line tactic: its first line (what is taught) and the whole of it both match
-    taught, whole = ["have h : p := by"] * 3, ["have h : p := by simp"] * 3
-    replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by rfl"]
-    assert exact_match_reward(replies, tactic=taught, full_tactic=whole) == [1.0, 1.0, 0.0]
-    with pytest.raises(LeanloopError, match="3 tactics but 1 full tactics"):
-        exact_match_reward(replies, tactic=taught, full_tactic=whole[:1])
+    # a multi-line tactic matches whole (line breaks and indentation aside), not its first line
+    recorded = ["have h : p := by\n  simp"] * 3
+    replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by\n  rfl"]
+    assert exact_match_reward(replies, tactic=recorded) == [0.0, 1.0, 0.0]
+    with pytest.raises(LeanloopError, match="3 completions but 1 tactics"):
+        exact_match_reward(replies, tactic=recorded[:1])
     with pytest.raises(LeanloopError, match="needs the 'tactic' column"):
         exact_match_reward(completions)
     assert length_penalty(["x" * 10, "x" * 40, "x" * 120, "x" * 500]) == pytest.approx(

@@ -53,7 +53,10 @@ def test_labels_mask_the_prompt_and_keep_the_completion(model, tiny_dir, sample_
     trainer = SFTTrainer(name, output_dir=tmp_path / "out", max_length=4096, progress_bars=False)
     from datasets import Dataset
 
-    rows = real_rows(sample_dir, 8)
+    multi_line = next(
+        e for e in PromptFormat().examples(sample_theorems(sample_dir)) if "\n" in e.tactic
+    )
+    rows = [*real_rows(sample_dir, 7), multi_line]  # a multi-line tactic is taught whole
     trl_trainer = trainer.build_trl_trainer(
         Dataset.from_list([trainer.example_row(r) for r in rows]), None, tmp_path / "work"
     )

@@ -5,6 +5,7 @@ of what a model generates."""
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any
@@ -15,8 +16,10 @@ from leanloop.data.records import Theorem, is_sorry_tactic, strip_premise_marks
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an expert in the Lean 4 theorem prover. You are given the current proof state "
-    "(hypotheses, then the goal after ⊢). Reply with exactly one Lean 4 tactic, on one line, "
-    "that makes progress on the goal. Do not use sorry or admit. Reply with the tactic only."
+    "(hypotheses, then the goal after ⊢). Reply with exactly one Lean 4 tactic that makes "
+    "progress on the goal. A tactic that spans several lines (a have with its proof, a calc "
+    "block, a match with its cases) keeps its line breaks and indentation. Do not use sorry or "
+    "admit. Reply with the tactic only."
 )
 
 _FENCE = re.compile(r"^```\s*[\w-]*\s*$")
@@ -31,8 +34,7 @@ class PromptExample:
     prompt: list[dict[str, str]]  # the system and user messages
     completion: list[dict[str, str]]  # the assistant message teaching the tactic
     state: str  # the proof state before the step, as recorded
-    tactic: str  # the tactic taught
-    full_tactic: str  # the whole recorded tactic, whitespace collapsed to one line
+    tactic: str  # the whole recorded tactic as taught (see tactic_text), line breaks kept
     full_name: str  # the theorem's full name
 
     @classmethod
@@ -63,17 +65,16 @@ class PromptFormat(BaseModel):
         ]
 
     def completion(self, tactic: str) -> list[dict[str, str]]:
-        """The assistant message teaching ``tactic``: its first line, premise marks stripped."""
-        return [{"role": "assistant", "content": first_line(strip_premise_marks(tactic))}]
+        """The assistant message teaching ``tactic``, the whole of it (see :func:`tactic_text`)."""
+        return [{"role": "assistant", "content": tactic_text(tactic)}]
 
     def examples(self, theorems: Iterable[Theorem]) -> Iterator[PromptExample]:
-        """An example for every traced step (``sorry`` steps are skipped); ``full_tactic``
-        differs from ``tactic`` for multi-line tactics."""
+        """An example for every traced step (``sorry`` steps are skipped)."""
         for theorem in theorems:
             for step in theorem.traced_tactics:
                 if step.is_sorry:
                     continue
-                tactic = first_line(strip_premise_marks(step.tactic))
+                tactic = tactic_text(step.tactic)
                 if not tactic:
                     continue
                 yield PromptExample(
@@ -81,33 +82,45 @@ class PromptFormat(BaseModel):
                     completion=self.completion(tactic),
                     state=step.state_before,
                     tactic=tactic,
-                    full_tactic=collapse_whitespace(strip_premise_marks(step.tactic)),
                     full_name=theorem.full_name,
                 )
 
     def parse(self, generated: str) -> str | None:
-        """The tactic in a model's reply: the first line with content, outside code fences;
-        None when there is none or it is ``sorry``/``admit``."""
-        for line in generated.splitlines():
-            text = line.strip()
-            if not text or _FENCE.match(text):
-                continue
-            text = text.removeprefix("tactic:").strip()
-            if not text:  # a bare "tactic:" label: the tactic, if any, is on a later line
-                continue
-            if is_sorry_tactic(text):
-                return None
-            return text
-        return None
+        """The tactic in a model's reply, line breaks and relative indentation kept.
+
+        The reply's first code fence holds it when there is one; a leading ``tactic:`` label is
+        dropped; the tactic runs from the first line with content to the first blank line (a
+        tactic as taught has none, so what follows one is not part of it). None when there is
+        no tactic or it uses ``sorry``/``admit``.
+        """
+        lines = generated.splitlines()
+        opening = next((i for i, line in enumerate(lines) if _FENCE.match(line.strip())), None)
+        if opening is not None:
+            rest = lines[opening + 1 :]
+            closing = next((i for i, line in enumerate(rest) if line.strip() == "```"), None)
+            lines = rest[:closing]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
+        if lines and lines[0].strip().startswith("tactic:"):
+            label, _, after = lines[0].partition("tactic:")
+            lines = [" " * len(label) + after.lstrip(), *lines[1:]]
+            while lines and not lines[0].strip():  # a bare label: the tactic is on a later line
+                lines = lines[1:]
+        end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+        tactic = tactic_text("\n".join(lines[:end]))
+        if not tactic or is_sorry_tactic(tactic):
+            return None
+        return tactic
+
+
+def tactic_text(tactic: str) -> str:
+    """A tactic as it is taught and read back: premise marks stripped, line breaks and relative
+    indentation kept (Lean reads indentation), common indentation, trailing spaces and blank
+    lines removed."""
+    lines = [line.rstrip() for line in strip_premise_marks(tactic).splitlines()]
+    return textwrap.dedent("\n".join(line for line in lines if line)).strip()
 
 
 def collapse_whitespace(text: str) -> str:
     """``text`` on one line, each run of whitespace one space (how tactics are compared)."""
     return " ".join(text.split())
-
-
-def first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""

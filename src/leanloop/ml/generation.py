@@ -59,7 +59,7 @@ class DecodingOptions(BaseModel):
     num_samples: int | None = Field(None, ge=1)
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(64, ge=1)
+    max_new_tokens: int = Field(128, ge=1)
     max_prompt_tokens: int | None = Field(2048, ge=1)
     batch_size: int = Field(8, ge=1)
     seed: int | None = None

@@ -1,11 +1,12 @@
 """Top-k exact-match accuracy of generated tactics against the recorded ones on a LeanDojo split
-(a split file, a dataset directory, or theorems), comparing with whitespace collapsed."""
+(a split file, a dataset directory, or theorems): a hit is the whole recorded tactic, whitespace
+collapsed."""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from leanloop.data.leandojo import LeanDojoDataset
 from leanloop.data.prompt import PromptExample, PromptFormat
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
-from leanloop.ml.protocols import Generator
+from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.trainer.rewards import is_recorded_tactic
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,6 @@ class TacticAccuracy(BaseModel):
 
     def __str__(self) -> str:
         return f"top-1 {self.top1:.3f}, top-{self.k} {self.topk:.3f} on {self.steps} steps"
-
-
-def same_tactic(a: str, b: str) -> bool:
-    """Whether two tactics are equal once whitespace is collapsed."""
-    return is_recorded_tactic(a, b)
 
 
 def load_steps(
@@ -104,23 +100,31 @@ def evaluate_tactics(
     max_steps: int | None = None,
     **generate_options: Any,
 ) -> TacticAccuracy:
-    """Generate ``k`` tactics for each step's state and count exact matches (whitespace
-    collapsed) with the recorded tactic at rank 1 and within the first ``k``. A candidate
-    matches when it is the tactic taught (a multi-line tactic's first line) or the whole
-    recorded tactic written on one line."""
+    """Generate ``k`` tactics for each step's state and count how often the whole recorded
+    tactic (whitespace collapsed) is the first candidate and among the first ``k``."""
     if k < 1:
         raise LeanloopError(f"k={k}: evaluate at least one candidate")
     examples = load_examples(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
     states = [example.state for example in examples]
     candidates = generator.generate_batch(states, k, **generate_options) if states else []
-    top1 = topk = 0
-    for example, ranked in zip(examples, candidates, strict=True):
-        hits = [
-            is_recorded_tactic(candidate.tactic, example.tactic, example.full_tactic)
-            for candidate in ranked[:k]
-        ]
-        top1 += bool(hits and hits[0])
-        topk += any(hits)
-    result = TacticAccuracy(steps=len(examples), k=k, top1_hits=top1, topk_hits=topk)
+    result = tactic_accuracy(examples, candidates, k)
     log.info("tactic accuracy: %s", result)
     return result
+
+
+def tactic_accuracy(
+    examples: Sequence[PromptExample],
+    candidates: Sequence[Sequence[GeneratedTactic]],
+    k: int,
+    *,
+    match: Callable[[str, str], bool] = is_recorded_tactic,
+) -> TacticAccuracy:
+    """Top-1 and top-``k`` hits of each example's ranked candidates; ``match(proposed,
+    recorded)`` says whether a candidate is the example's tactic (by default: the whole of it,
+    whitespace collapsed)."""
+    top1 = topk = 0
+    for example, ranked in zip(examples, candidates, strict=True):
+        hits = [match(candidate.tactic, example.tactic) for candidate in ranked[:k]]
+        top1 += bool(hits and hits[0])
+        topk += any(hits)
+    return TacticAccuracy(steps=len(examples), k=k, top1_hits=top1, topk_hits=topk)

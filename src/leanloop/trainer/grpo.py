@@ -119,7 +119,7 @@ class GRPOTrainer(HFCurriculumTrainer):
     function ``f(completions, **kwargs)`` returning one reward per completion (a list, or a 1-D
     tensor), or a list of them (weighted by ``reward_weights``). Every column of
     :class:`~leanloop.data.prompt.PromptExample` but the completion reaches it as a keyword
-    argument: ``state`` (the proof state), ``tactic`` (the tactic taught), ``full_tactic`` and
+    argument: ``state`` (the proof state), ``tactic`` (the recorded tactic, line breaks kept) and
     ``full_name`` (the theorem).
 
     ``advantages`` keeps the advantages TRL computed for every training batch.
