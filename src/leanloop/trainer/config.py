@@ -97,6 +97,20 @@ def field_names(config: type[TrainerConfig]) -> list[str]:
     return [field.name for field in dataclasses.fields(config)]
 
 
+def trainer_arguments(
+    config_class: type[TrainerConfig],
+    source: str | Path | Mapping[str, Any] | TrainerConfig,
+    kwargs: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A trainer's constructor arguments for ``from_config``: every field of the configuration
+    read from ``source`` with the ``kwargs`` naming fields on top, and the other ``kwargs``
+    (objects that are not configuration, such as callbacks) as they are."""
+    names = field_names(config_class)
+    config = config_class.load(source, **{k: v for k, v in kwargs.items() if k in names})
+    extra = {k: v for k, v in kwargs.items() if k not in names}
+    return {**extra, **{name: getattr(config, name) for name in names}}
+
+
 def config_field(name: str) -> property:
     """A read-only trainer attribute giving its ``config``'s field ``name`` (trainers keep
     LeanDojo-v2's attribute names this way)."""

@@ -25,7 +25,7 @@ from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.generation import CHECKPOINT_INFO
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
-from leanloop.trainer.config import config_field, field_names
+from leanloop.trainer.config import config_field, trainer_arguments
 from leanloop.trainer.hf_config import HFTrainerConfig
 from leanloop.trainer.plots import plot_curves
 
@@ -106,11 +106,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
         ``kwargs`` naming fields override the file; the others (``reward_func``, ``lora_config``,
         ``hardware``) go to the constructor.
         """
-        names = field_names(cls.config_class)
-        overrides = {k: v for k, v in kwargs.items() if k in names}
-        extra = {k: v for k, v in kwargs.items() if k not in names}
-        config = cls.config_class.load(source, **overrides)
-        return cls(**extra, **{name: getattr(config, name) for name in names})
+        return cls(**trainer_arguments(cls.config_class, source, kwargs))
 
     # -- LeanDojo-v2 attribute names --------------------------------------------------------
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.progress import MAX_LENGTH_KEY, MEAN_KEY, STD_KEY, progress_text
-from leanloop.trainer.config import config_field, field_names
+from leanloop.trainer.config import config_field, trainer_arguments
 from leanloop.trainer.progress_config import ProgressTrainerConfig
 from leanloop.trainer.progress_data import (
     ProgressRow,
@@ -33,8 +33,11 @@ METRICS_FILE = "progress_metrics.json"
 
 
 class ProgressTrainer:
-    """Fine-tune ``model_name`` with a one-output regression head on the JSONL rows of
-    ``data_path`` ``{goal, prefix?, tactic, steps_remaining}``.
+    """Fine-tune ``model_name`` with a one-output regression head on the progress rows (see
+    :class:`~leanloop.trainer.progress_data.ProgressRow`) of the JSONL file ``data_path``.
+    The arguments are LeanDojo-v2's and the fields of
+    :class:`~leanloop.trainer.progress_config.ProgressTrainerConfig` (``from_config`` reads them
+    from a file).
 
     Targets are standardised (mean and standard deviation of the training rows, stored in the
     model config). After each epoch the validation MSE is measured in steps; the epoch with the
@@ -98,11 +101,7 @@ class ProgressTrainer:
         """A trainer from a YAML/JSON file, a mapping of fields or a configuration; ``kwargs``
         naming fields override it, the others (``callbacks``, ``hardware``) go to the
         constructor."""
-        names = field_names(ProgressTrainerConfig)
-        overrides = {k: v for k, v in kwargs.items() if k in names}
-        extra = {k: v for k, v in kwargs.items() if k not in names}
-        config = ProgressTrainerConfig.load(source, **overrides)
-        return cls(**extra, **{name: getattr(config, name) for name in names})
+        return cls(**trainer_arguments(ProgressTrainerConfig, source, kwargs))
 
     @classmethod
     def from_database(

@@ -18,6 +18,7 @@ from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.models import latest_checkpoint
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
+from leanloop.trainer.config import config_field
 from leanloop.trainer.retrieval_config import TrainingConfig
 
 if TYPE_CHECKING:
@@ -65,11 +66,12 @@ class RetrievalTrainer(CurriculumTrainer):
     ) -> None:
         self.config = config or TrainingConfig()
         self.hardware = hardware
-        self.output_dir = Path(self.config.output_dir)
         self.callbacks = list(callbacks)
         self.data_path: Path | None = None
         self.reports: list[RetrievalStepReport] = []
         self._start: str | None = None
+
+    output_dir = config_field("output_dir")  # type: ignore[assignment]
 
     # -- training --------------------------------------------------------------------------------
 
