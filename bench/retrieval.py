@@ -139,7 +139,8 @@ def main() -> int:
     from leanloop.retrieval.index import PremiseIndex, evaluate_index
     from leanloop.retrieval.metrics import RetrievalMetrics, evaluate_rankings
     from leanloop.retrieval.model import PremiseRetriever
-    from leanloop.trainer.retrieval import RetrievalTrainer, TrainingConfig
+    from leanloop.trainer.retrieval import RetrievalTrainer
+    from leanloop.trainer.retrieval_config import TrainingConfig
 
     limit_threads()
     work = args.keep or Path(tempfile.mkdtemp(prefix="leanloop-bench-retrieval-"))
@@ -231,7 +232,7 @@ def main() -> int:
         report = trainer.reports[-1]
         print(
             row("MiniLM, fine-tuned", tuned("val"), results["tuned"], seconds)
-            + f"  [{report['train_steps']} steps + {report['naming_examples']} naming examples]"
+            + f"  [{report.train_steps} steps + {report.naming_examples} naming examples]"
         )
         # the stronger BM25 on the test steps is the baseline (it can only make the bar higher)
         bm25_r10 = max(results["bm25"].recall_at_10, results["bm25spelt"].recall_at_10)

@@ -9,14 +9,16 @@ from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase, SplitConfig
 from leanloop.errors import LeanloopError
-from leanloop.ml.generation import GeneratedTactic, TacticGenerator, rank_tactics
+from leanloop.ml.generation import TacticGenerator, rank_tactics
+from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.trainer.evaluation import (
     TacticAccuracy,
     evaluate_tactics,
-    load_rows,
+    load_examples,
     load_steps,
-    same_tactic,
+    tactic_accuracy,
 )
+from leanloop.trainer.rewards import is_recorded_tactic
 from tests.helpers import sample_theorems, with_sorry, write_dataset
 from tests.tiny_causal import shared_tiny_model
 
@@ -67,6 +69,7 @@ def test_trained_model_reproduces_the_tactics(trained, tiny_dir, few_theorems):
     steps = load_steps(few_theorems)
     assert len(steps) == sum(len(t.traced_tactics) for t in few_theorems) >= 4
     generator = TacticGenerator(trained, max_new_tokens=48)
+    assert isinstance(generator, Generator)
     accuracy = evaluate_tactics(generator, few_theorems, k=4)
     assert accuracy.steps == len(steps) and accuracy.k == 4
     assert accuracy.top1 >= 0.5 and accuracy.topk >= max(accuracy.top1, 0.6)
@@ -163,9 +166,9 @@ class _Oracle:
     def generate_batch(self, states, k=8, **kwargs):
         out = []
         for state in states:
-            tactic = "  ".join(self.answers[state].split()) + " "
-            others = [(f"other_{i}", -float(i)) for i in range(k)]
-            others.insert(self.rank, (tactic, 0.0))
+            tactic = self.answers[state].replace(" ", "  ") + " "
+            others = [GeneratedTactic(f"other_{i}", -float(i)) for i in range(k)]
+            others.insert(self.rank, GeneratedTactic(tactic, 0.0))
             out.append(others[:k])
         return out
 
@@ -174,22 +177,38 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     steps = load_steps(few_theorems)
     answers = dict(steps)
     n = len(steps)
+    assert isinstance(_Oracle(answers, 0), Generator)
     assert evaluate_tactics(_Oracle(answers, 0), few_theorems, k=3) == TacticAccuracy(
         steps=n, k=3, top1_hits=n, topk_hits=n
     )
     second = evaluate_tactics(_Oracle(answers, 1), few_theorems, k=3)
     assert (second.top1, second.topk) == (0.0, 1.0)
     assert evaluate_tactics(_Oracle(answers, 3), few_theorems, k=3).topk == 0.0
-    # the whole of each recorded tactic, on one line, is a match too (multi-line ones differ)
-    rows = load_rows(sample_theorems(sample_dir))
-    whole = {row["state"]: row["full_tactic"] for row in rows}
-    assert sum(row["full_tactic"] != row["tactic"] for row in rows) >= 40
+    # only the whole of a multi-line tactic is a hit, written on one line or several
+    examples = load_examples(sample_theorems(sample_dir))
+    multi_line = [e for e in examples if "\n" in e.tactic]
+    assert len(multi_line) == 43
     # (a state recorded twice with different tactics can match only one of them)
-    expected = sum(whole[row["state"]] in (row["full_tactic"], row["tactic"]) for row in rows)
-    first_lines_only = sum(whole[row["state"]] == row["tactic"] for row in rows)
-    assert len(rows) - 5 <= expected and first_lines_only <= expected - 40
-    found = evaluate_tactics(_Oracle(whole, 0), sample_theorems(sample_dir), k=1)
-    assert found.top1_hits == expected
+    recorded = [e.state for e in multi_line]
+    multi_line = [e for e in multi_line if recorded.count(e.state) == 1]
+    assert len(multi_line) == 39
+    states = [e.state for e in multi_line]
+
+    def accuracy(answers: dict[str, str], **options) -> TacticAccuracy:
+        candidates = _Oracle(answers, 0).generate_batch(states, 1)
+        return tactic_accuracy(multi_line, candidates, 1, **options)
+
+    whole = {e.state: e.tactic for e in multi_line}
+    assert accuracy(whole).top1 == 1.0
+    assert accuracy({s: " ".join(t.split()) for s, t in whole.items()}).top1 == 1.0
+    first_lines = {state: tactic.splitlines()[0] for state, tactic in whole.items()}
+    assert accuracy(first_lines).top1_hits == 0
+    # the first-line figure, when asked for explicitly with a matcher of one's own
+
+    def same_first_line(proposed: str, recorded: str) -> bool:
+        return is_recorded_tactic(proposed.splitlines()[0], recorded.splitlines()[0])
+
+    assert accuracy(first_lines, match=same_first_line).top1 == 1.0
     # a split file, a dataset directory and the theorems give the same steps; sorry is skipped
     sorry = with_sorry(sample_theorems(sample_dir)[0])
     root = write_dataset(tmp_path / "ds", {"random/test": [*few_theorems, sorry]})
@@ -198,9 +217,38 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     assert load_steps(root, max_steps=2) == steps[:2]
     with pytest.raises(LeanloopError, match="missing data split file"):
         evaluate_tactics(_Oracle(answers, 0), root, split="random/val")
-    assert same_tactic("rw  [a,\tb]", "rw [a, b]") and not same_tactic("rw [a]", "rw [b]")
+    assert is_recorded_tactic("rw  [a,\tb]", "rw [a, b]")
+    assert not is_recorded_tactic("rw [a]", "rw [b]")
     result = evaluate_tactics(_Oracle(answers, 0), [], k=2)
     assert result.steps == 0 and result.top1 == 0.0
+
+
+def test_a_checkpoint_brings_its_prompt_format(tiny_dir, tmp_path):
+    """A format trained with is the format generated with, unless the caller gives another."""
+    import json
+
+    from leanloop.trainer.sft import SFTTrainer
+
+    custom = PromptFormat(system="Prove the goal in Lean 4. Answer with one tactic.")
+    trainer = SFTTrainer(
+        str(tiny_dir), output_dir=tmp_path / "out", prompt_format=custom, plot_curves=False
+    )
+    checkpoint = trainer.save_checkpoint(tmp_path / "checkpoint")
+    generator = TacticGenerator(checkpoint, max_new_tokens=4)
+    assert generator.prompt_format == custom
+    assert custom.system in generator.prompt_text("⊢ True")
+    explicit = PromptFormat(system="Something else.")
+    assert TacticGenerator(checkpoint, prompt_format=explicit).prompt_format == explicit
+    assert TacticGenerator(tiny_dir).prompt_format == PromptFormat()  # no record: the default
+    info = checkpoint / "leanloop_checkpoint.json"
+    recorded = json.loads(info.read_text())
+    recorded["config"]["prompt_format"] = {"system": 3}
+    info.write_text(json.dumps(recorded))
+    with pytest.raises(LeanloopError, match=r"leanloop_checkpoint\.json, field 'config\.prompt"):
+        TacticGenerator(checkpoint)
+    info.write_text("{")
+    with pytest.raises(LeanloopError, match=r"leanloop_checkpoint\.json.*malformed JSON"):
+        TacticGenerator(checkpoint)
 
 
 def test_unknown_model(tmp_path):

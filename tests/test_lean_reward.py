@@ -9,6 +9,7 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.goals import goal_to_source, parse_goal
 from leanloop.lean.repl import ReplServer
 from leanloop.lean.replay import ReplayTransport
+from leanloop.lean.server import ProofState
 from leanloop.trainer.lean_reward import LeanCheckedReward
 
 
@@ -40,6 +41,30 @@ def test_accepted_progress(transcripts):
     reward = LeanCheckedReward(server, declaration="theorem complex_and")
     state = "p q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ p ∧ r"
     assert reward([chat("apply And.intro")], state=[state]) == [0.5]
+
+
+def test_a_tactic_that_changes_nothing_earns_nothing(transcripts):
+    """Lean accepts `trace "37"` but leaves the goal as it was; `simp` closes it (Lean's recorded
+    answers). Only a change of state is progress."""
+    recording = transcripts["trace_simp"]
+    exchanges = list(zip(recording["requests"], recording["responses"], strict=True))
+    statement, opened = exchanges[4]  # `example : f = 37 := by sorry`, after `def f := 37`
+    (sorry,) = opened["sorries"]
+
+    class Recorded(ReplServer):
+        """The REPL's answers to the two tactics; the statement's sorry as the recording
+        opened it (in an environment that defines f, which a bare statement cannot rebuild)."""
+
+        def open_sorries(self, code):
+            assert code == statement["cmd"]
+            return [ProofState(sorry["proofState"], (sorry["goal"],), self.generation, id(self))]
+
+    server = Recorded(ReplayTransport(exchanges[5:7], name=recording["name"]))
+    reward = LeanCheckedReward(server, unchanged=-0.25)
+    assert reward([chat('trace "37"'), chat("simp")], state=["⊢ f = 37"] * 2) == [-0.25, 1.0]
+    assert server.client.transport.finished
+    assert (reward.stats.unchanged, reward.stats.progressed, reward.stats.closed) == (1, 0, 1)
+    assert LeanCheckedReward(lambda: None).values["unchanged"] == 0.0  # by default: nothing
 
 
 def test_implicit_binders_and_a_header(transcripts):

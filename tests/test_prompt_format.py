@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from leanloop.data.prompt import DEFAULT_SYSTEM_PROMPT, PromptFormat, first_line
+from leanloop.data.prompt import DEFAULT_SYSTEM_PROMPT, PromptExample, PromptFormat, tactic_text
 from leanloop.data.records import Theorem, TracedTactic
 from tests.helpers import sample_theorems, with_sorry
 
@@ -49,7 +49,7 @@ def roles(messages: list[dict[str, str]]) -> list[str]:
 def test_system_prompt_is_the_lean4_one_tactic_instruction():
     text = DEFAULT_SYSTEM_PROMPT
     assert "Lean 4" in text
-    assert "exactly one Lean 4 tactic" in text and "on one line" in text
+    assert "exactly one Lean 4 tactic" in text and "keeps its line breaks" in text
     assert "Do not use sorry or admit" in text
     assert "tactic only" in text and "⊢" in text  # how to read the state, what to reply
     messages = PromptFormat().prompt("⊢ True")
@@ -58,7 +58,7 @@ def test_system_prompt_is_the_lean4_one_tactic_instruction():
     custom = PromptFormat(system="Prove it.")
     assert custom.prompt("⊢ True")[0] == {"role": "system", "content": "Prove it."}
     rows = list(custom.examples([theorem(step("trivial", state="⊢ True"))]))
-    assert rows[0]["prompt"][0]["content"] == "Prove it."
+    assert rows[0].prompt[0]["content"] == "Prove it."
     with pytest.raises(Exception):  # noqa: B017 - frozen: one format shared by all users
         custom.system = "changed"
 
@@ -68,8 +68,8 @@ def test_user_text_is_the_state_without_premise_marks():
     messages = PromptFormat().prompt(state)
     assert messages[1] == {"role": "user", "content": "h : Nat.succ n ≤ m\n⊢ Nat.add n 1 ≤ m"}
     rows = list(PromptFormat().examples([theorem(step("simp", state=state))]))
-    assert rows[0]["prompt"] == messages
-    assert rows[0]["state"] == state  # the recorded state travels along unchanged
+    assert rows[0].prompt == messages
+    assert rows[0].state == state  # the recorded state travels along unchanged
 
 
 def test_assistant_text_has_no_premise_marks():
@@ -82,32 +82,31 @@ def test_assistant_text_has_no_premise_marks():
     rows = list(fmt.examples([theorem(plain, marked)]))
     assert len(rows) == 2
     for row in rows:
-        assert row["completion"] == [
+        assert row.completion == [
             {"role": "assistant", "content": "rw [Nat.add_comm, Nat.succ_le]"}
         ]
-        assert row["tactic"] == "rw [Nat.add_comm, Nat.succ_le]"
-        assert roles(row["prompt"] + row["completion"]) == ["system", "user", "assistant"]
+        assert row.tactic == "rw [Nat.add_comm, Nat.succ_le]"
+        assert roles(row.prompt + row.completion) == ["system", "user", "assistant"]
     assert fmt.completion("exact <a>foo</a> <a>bar</a>") == [
         {"role": "assistant", "content": "exact foo bar"}
     ]
 
 
-def test_multi_line_tactic_teaches_its_first_line():
-    tactic = "have h : n + 1 = 1 + n := by\n  rw [Nat.add_comm]\n  rfl"
+def test_multi_line_tactic_is_taught_whole():
+    tactic = "have h : n + 1 = 1 + n := by\n  rw [Nat.add_comm]  \n\n  rfl"
     annotated = "have h : n + 1 = 1 + n := by\n    rw [<a>Nat.add_comm</a>]\n    rfl"
     blank_first = "\n  constructor\n  · exact h"
     rows = list(
         PromptFormat().examples([theorem(step(tactic, annotated, [REF]), step(blank_first))])
     )
-    assert [r["completion"][0]["content"] for r in rows] == [
-        "have h : n + 1 = 1 + n := by",
-        "constructor",
+    whole = ["have h : n + 1 = 1 + n := by\n  rw [Nat.add_comm]\n  rfl", "constructor\n· exact h"]
+    assert [r.completion[0]["content"] for r in rows] == whole
+    assert [r.tactic for r in rows] == whole
+    assert [PromptFormat().parse(text) for text in whole] == whole  # read back as taught
+    assert PromptFormat().completion("  simp at <a>h</a>\n    exact h") == [
+        {"role": "assistant", "content": "simp at h\n  exact h"}
     ]
-    assert [r["tactic"] for r in rows] == ["have h : n + 1 = 1 + n := by", "constructor"]
-    assert PromptFormat().completion("  simp at h\n  exact h") == [
-        {"role": "assistant", "content": "simp at h"}
-    ]
-    assert first_line("\n \n  a  \nb") == "a" and first_line(" \n\t") == ""
+    assert tactic_text(" \n\t") == ""
 
 
 def test_sorry_admit_and_empty_steps_are_skipped():
@@ -116,8 +115,8 @@ def test_sorry_admit_and_empty_steps_are_skipped():
     steps = [step(t) for t in (skipped[0], kept[0], skipped[1], kept[1], skipped[2])]
     steps += [step(t) for t in (kept[2], skipped[3], kept[3], skipped[4])]
     rows = list(PromptFormat().examples([theorem(*steps)]))
-    assert [r["tactic"] for r in rows] == kept
-    assert all(r["full_name"] == "Test.thm" for r in rows)
+    assert [r.tactic for r in rows] == kept
+    assert all(r.full_name == "Test.thm" for r in rows)
 
 
 def test_a_real_theorem_with_its_proof_replaced_by_sorry_gives_nothing(sample_dir):
@@ -127,17 +126,52 @@ def test_a_real_theorem_with_its_proof_replaced_by_sorry_gives_nothing(sample_di
     assert list(fmt.examples([with_sorry(real)])) == []
 
 
+def test_examples_are_frozen_records_whose_fields_are_the_columns():
+    import dataclasses
+
+    (example,) = PromptFormat().examples([theorem(step("simp", state="⊢ True"))])
+    assert isinstance(example, PromptExample)
+    assert PromptExample.columns() == (
+        "prompt",
+        "completion",
+        "state",
+        "tactic",
+        "full_name",
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        example.tactic = "rfl"  # type: ignore[misc]
+    assert example.row(exclude={"completion"}) == {
+        "prompt": PromptFormat().prompt("⊢ True"),
+        "state": "⊢ True",
+        "tactic": "simp",
+        "full_name": "Test.thm",
+    }
+    assert list(example.row()) == list(PromptExample.columns())
+    with pytest.raises(ValueError, match="no column completions"):
+        example.row(exclude={"completions"})
+
+
 def test_parse_reads_the_tactic_of_a_reply():
     fmt = PromptFormat()
     assert fmt.parse("simp at h") == "simp at h"
-    assert fmt.parse("\n  exact h  \nrfl") == "exact h"
+    assert fmt.parse("\n  exact h  \n  rfl") == "exact h\nrfl"
+    # a tactic of several lines, its indentation kept relative to its first line
+    calc = "calc a = b := by simp\n  _ = c := rfl"
+    assert fmt.parse("  calc a = b := by simp\n    _ = c := rfl  \n") == calc
+    assert fmt.parse(f"Here it is:\n```lean\n{calc}\n```\nThe steps are ...") == calc
+    # a blank line ends the tactic: what follows is not part of it
+    assert fmt.parse("have h : p := by\n  simp\n\nThis works because ...") == (
+        "have h : p := by\n  simp"
+    )
+    assert fmt.parse("tactic: have h : p := by\n  simp") == "have h : p := by\n  simp"
     assert fmt.parse("```lean4\nnorm_num\n```") == "norm_num"
     assert fmt.parse("```\n\nomega\n```") == "omega"
     assert fmt.parse("``` lean\nsimp\n```") == "simp"  # a space before the language
     assert fmt.parse("tactic: ring") == "ring"
     # a bare label: the tactic is on the next line, never an empty tactic
     assert fmt.parse("tactic:\nlinarith") == "linarith"
-    for reply in ("", "  \n", "```lean\n```", "tactic:", "sorry", "tactic: admit", "exact sorry"):
+    nothing = ("", "  \n", "```lean\n```", "tactic:", "sorry", "tactic: admit", "exact sorry")
+    for reply in (*nothing, "have h : p := by\n  sorry"):
         assert fmt.parse(reply) is None, reply
     assert fmt.parse("exact sorry_lemma") == "exact sorry_lemma"
 
@@ -149,35 +183,33 @@ def test_examples_from_the_real_sample(sample_dir):
     fmt = PromptFormat()
     rows = list(fmt.examples(theorems))
     assert len(rows) == 435  # the sample has no sorry step
-    multi_line = 0
+    multi_line = first_lines_incomplete = 0
     for row, (thm, traced) in zip(rows, steps, strict=True):
-        assert row["full_name"] == thm.full_name and row["state"] == traced.state_before
-        assert row["prompt"] == [
+        assert row.full_name == thm.full_name and row.state == traced.state_before
+        assert row.prompt == [
             {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
             {"role": "user", "content": traced.state_before.strip()},
         ]
-        (assistant,) = row["completion"]
+        (assistant,) = row.completion
         text = assistant["content"]
-        assert assistant["role"] == "assistant" and text == row["tactic"]
-        assert text and "\n" not in text and text == text.strip()
+        assert assistant["role"] == "assistant" and text == row.tactic
+        assert text == traced.tactic.strip()  # the whole recorded tactic, line breaks kept
         assert "<a>" not in text and "</a>" not in text
-        assert "<a>" not in row["prompt"][1]["content"]
+        assert "<a>" not in row.prompt[1]["content"]
         assert fmt.parse(text) == text  # what is taught is what the provers read back
-        first = traced.tactic.strip().splitlines()[0].strip()
-        assert text == first
-        # the annotated text (premise marks, source indentation) gives the same first line
-        annotated_first = first_line(traced.annotated_tactic.plain_text)
-        assert " ".join(text.split()) == " ".join(annotated_first.split())
-        if "\n" in traced.tactic.strip():
+        # the annotated text (premise marks, source indentation) is the same tactic, as the
+        # README of the sample says to compare: whitespace collapsed
+        assert " ".join(text.split()) == " ".join(traced.annotated_tactic.plain_text.split())
+        if "\n" in text:
             multi_line += 1
-            assert text != traced.tactic and traced.tactic.startswith(text)
-        # the whole recorded tactic on one line, as the README of the sample says to compare
-        assert row["full_tactic"] == " ".join(traced.tactic.split())
-        assert row["full_tactic"] == " ".join(traced.annotated_tactic.plain_text.split())
+            first = text.splitlines()[0]
+            first_lines_incomplete += first.endswith(("by", ":=", "with"))
     assert multi_line == 43
+    assert first_lines_incomplete == 12  # their first line alone is not a tactic
     marked = [s for _, s in steps if "<a>" in s.annotated_tactic.text]
     assert len(marked) == 256  # the marks are there to strip
-    tail = [
-        r["tactic"] for r in rows if r["full_name"] == "Batteries.BinomialHeap.Imp.Heap.WF.tail?"
-    ]
-    assert "match eq₂ : s.deleteMin le, eq with" in tail  # not the "| some (a, tl), ..." arm
+    tail = [r.tactic for r in rows if r.full_name == "Batteries.BinomialHeap.Imp.Heap.WF.tail?"]
+    assert (
+        "match eq₂ : s.deleteMin le, eq with\n| some (a, tl), rfl => exact hwf.deleteMin eq₂"
+        in tail
+    )

@@ -123,3 +123,20 @@ def test_index_save_load_and_errors(index, tmp_path):
         PremiseIndex(other, index.embeddings)
     with pytest.raises(LeanloopError, match="no retriever"):
         PremiseIndex(index.corpus, index.embeddings).retrieve("s1", "T.lean", Pos(1, 1))
+
+
+def test_the_index_does_not_import_the_model():
+    """The index works with any embedder; the model imports the index, never the reverse."""
+    import ast
+    import inspect
+
+    from leanloop.retrieval import index
+
+    imported = set()
+    for node in ast.walk(ast.parse(inspect.getsource(index))):
+        if isinstance(node, ast.ImportFrom):
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    assert "leanloop.retrieval.model" not in imported
+    assert "leanloop.retrieval.corpus" in imported  # the walk sees the module's imports

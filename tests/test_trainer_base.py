@@ -1,8 +1,19 @@
-"""The newest checkpoint is mirrored at the top of a trainer's output directory."""
+"""The newest checkpoint is mirrored at the top of a trainer's output directory; the trainer
+configurations share one way of being described, loaded and checked."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
+from leanloop.errors import LeanloopError
 from leanloop.trainer.base import MIRROR_FILE, mirror_checkpoint
+from leanloop.trainer.config import TrainerConfig
+from leanloop.trainer.grpo_config import GRPOTrainerConfig
+from leanloop.trainer.progress_config import ProgressTrainerConfig
+from leanloop.trainer.retrieval_config import TrainingConfig
+from leanloop.trainer.sft_config import SFTTrainerConfig
 
 
 def test_mirror_follows_the_newest_checkpoint(tmp_path):
@@ -33,3 +44,34 @@ def test_mirror_follows_the_newest_checkpoint(tmp_path):
         "config.json",
     ]
     assert not list(out.glob(".*.mirror"))
+
+
+def test_every_trainer_config_field_has_help_text():
+    for config in (SFTTrainerConfig, GRPOTrainerConfig, TrainingConfig, ProgressTrainerConfig):
+        assert issubclass(config, TrainerConfig) and dataclasses.is_dataclass(config)
+        fields = config.__pydantic_fields__
+        assert len(fields) >= 9
+        missing = [name for name, info in fields.items() if not info.description]
+        assert not missing, f"{config.__name__}: {missing}"
+
+
+def test_configs_load_from_files_and_check_fields_together(tmp_path):
+    path = tmp_path / "grpo.yaml"
+    path.write_text("model_name: tinycoder\nbatch_size: 6\nnum_generations: 3\n")
+    config = GRPOTrainerConfig.from_yaml(path)
+    assert config.generation_sizes() == (3, 6)
+    assert GRPOTrainerConfig.load(path, batch_size=3).generation_sizes() == (3, 3)
+    assert GRPOTrainerConfig.from_yaml(config.to_yaml(tmp_path / "again.yaml")) == config
+    # the batch / generation rule is checked when the file is read, naming the file
+    path.write_text("model_name: tinycoder\nbatch_size: 3\nnum_generations: 4\n")
+    with pytest.raises(LeanloopError, match=r"grpo\.yaml: batch_size=3 .* num_generations=4"):
+        GRPOTrainerConfig.from_yaml(path)
+    path.write_text("model_name: tinycoder\nbatch_size: 0\n")
+    with pytest.raises(LeanloopError, match=r"grpo\.yaml: field 'batch_size'"):
+        GRPOTrainerConfig.from_yaml(path)
+    path.write_text("batch_size: 2\n")
+    with pytest.raises(LeanloopError, match=r"grpo\.yaml: field 'model_name' is missing"):
+        GRPOTrainerConfig.from_yaml(path)
+    # and when a field is changed afterwards
+    with pytest.raises(LeanloopError, match="does not divide by num_generations=3"):
+        config.batch_size = 4

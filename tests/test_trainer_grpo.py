@@ -12,12 +12,8 @@ from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import strip_premise_marks
 from leanloop.errors import LeanloopError
 from leanloop.ml.models import latest_checkpoint
-from leanloop.trainer.grpo import (
-    DEFAULT_NUM_GENERATIONS,
-    GRPOTrainer,
-    ZeroAdvantageWarning,
-    generation_plan,
-)
+from leanloop.trainer.grpo import GRPOTrainer, ZeroAdvantageWarning
+from leanloop.trainer.grpo_config import DEFAULT_NUM_GENERATIONS, generation_plan
 from leanloop.trainer.rewards import (
     LengthPenalty,
     as_reward_list,
@@ -88,8 +84,7 @@ def test_constant_reward_gives_zero_advantages_and_a_warning(sample_dir, one_rep
 def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_path):
     database, repos = one_repo
     examples = {
-        (row["state"], row["tactic"])
-        for row in PromptFormat().examples(sample_theorems(sample_dir))
+        (row.state, row.tactic) for row in PromptFormat().examples(sample_theorems(sample_dir))
     }
     calls: list[dict] = []
 
@@ -106,7 +101,7 @@ def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_p
     for call in train_calls:
         n = len(call["completions"])
         assert n == 4
-        for column in ("state", "tactic", "full_tactic", "full_name", "prompts"):
+        for column in ("state", "tactic", "full_name", "prompts"):
             assert len(call[column]) == n, column
         for prompt, state, tactic in zip(
             call["prompts"], call["state"], call["tactic"], strict=True
@@ -219,23 +214,27 @@ def test_seed_defaults_work(tiny_dir, tmp_path):
 def test_builtin_rewards():
     chat = [[{"role": "assistant", "content": "simp [h]"}], [{"role": "assistant", "content": ""}]]
     assert format_reward(chat) == [1.0, 0.0]
-    assert format_reward(["intro x", "sorry", "exact h\nrfl", "  ", "admit", "```"]) == [
-        1.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        0.0,
+    replies = [
+        "intro x",
+        "have h : p := by\n  simp",  # a tactic of several lines, as taught
+        "sorry",
+        "have h : p := by\n  sorry",
+        "exact h\n\nThis closes the goal.",  # text after the tactic
+        "```lean\nsimp\n```",  # a fence around it
+        "  ",
+        "admit",
+        "```",
     ]
+    assert format_reward(replies) == [1.0, 1.0] + [0.0] * 7
     tactics = ["rw  [mul_comm]", "simp", "exact h"]
     completions = ["rw [mul_comm] ", [{"role": "assistant", "content": "simp only"}], "exact  h"]
     assert exact_match_reward(completions, tactic=tactics) == [1.0, 0.0, 1.0]
-    # a multi-line tactic: its first line (what is taught) and the whole of it both match
-    taught, whole = ["have h : p := by"] * 3, ["have h : p := by simp"] * 3
-    replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by rfl"]
-    assert exact_match_reward(replies, tactic=taught, full_tactic=whole) == [1.0, 1.0, 0.0]
-    with pytest.raises(LeanloopError, match="3 tactics but 1 full tactics"):
-        exact_match_reward(replies, tactic=taught, full_tactic=whole[:1])
+    # a multi-line tactic matches whole (line breaks and indentation aside), not its first line
+    recorded = ["have h : p := by\n  simp"] * 3
+    replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by\n  rfl"]
+    assert exact_match_reward(replies, tactic=recorded) == [0.0, 1.0, 0.0]
+    with pytest.raises(LeanloopError, match="3 completions but 1 tactics"):
+        exact_match_reward(replies, tactic=recorded[:1])
     with pytest.raises(LeanloopError, match="needs the 'tactic' column"):
         exact_match_reward(completions)
     assert length_penalty(["x" * 10, "x" * 40, "x" * 120, "x" * 500]) == pytest.approx(
@@ -245,6 +244,19 @@ def test_builtin_rewards():
     assert both(completions=["intro x", "sorry", "x" * 120]) == pytest.approx([2.0, 0.0, 1.5])
     with pytest.raises(LeanloopError, match="2 reward functions but 1 weights"):
         combine(format_reward, length_penalty, weights=[1.0])
+
+
+def test_rewards_read_the_columns_of_prompt_examples():
+    """The columns reward functions take by name are columns of PromptExample."""
+    import inspect
+
+    from leanloop.data.prompt import PromptExample
+    from leanloop.trainer.lean_reward import LeanCheckedReward
+
+    columns = set(PromptExample.columns()) - {"prompt", "completion"}
+    taken = set(inspect.signature(exact_match_reward).parameters) - {"completions", "kwargs"}
+    assert taken and taken <= columns
+    assert LeanCheckedReward(lambda: None).state_column in columns
 
 
 def test_reward_lists_are_checked():

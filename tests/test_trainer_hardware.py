@@ -1,54 +1,86 @@
 """Trainers pick their device and precision from the hardware: fp32 on a CPU, bf16 on a GPU
-that has it, and the user's explicit settings win."""
+that has it, and the user's explicit settings win. The arguments are checked by building the
+libraries' own trainers from them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from unittest import mock
 
 import pytest
 
 from leanloop.ml.device import Hardware
 from leanloop.trainer.progress import ProgressTrainer
-from leanloop.trainer.retrieval import RetrievalTrainer, TrainingConfig
+from leanloop.trainer.retrieval import RetrievalTrainer
+from leanloop.trainer.retrieval_config import TrainingConfig
 
 CPU = Hardware("cpu", bf16=False, gradient_checkpointing=False)
 CUDA = Hardware("cuda", bf16=True, gradient_checkpointing=True)
 
 
-def retrieval(tmp_path, hardware, **settings):
-    config = TrainingConfig(output_dir=tmp_path, **settings)
-    return RetrievalTrainer(config, hardware=hardware).device_arguments()
+def lightning_trainer(tmp_path, hardware, **settings):
+    """The Lightning trainer ``RetrievalTrainer`` builds for a repository on ``hardware``."""
+    config = TrainingConfig(output_dir=tmp_path, enable_progress_bar=False, **settings)
+    return RetrievalTrainer(config, hardware=hardware).lightning_trainer(tmp_path, has_val=True)
+
+
+@contextlib.contextmanager
+def cuda_devices(count: int):
+    """Lightning believes ``count`` CUDA devices are present (this machine has none): enough to
+    build a trainer and read how it would run, not to run it."""
+    from lightning.pytorch.accelerators import CUDAAccelerator
+
+    with (
+        mock.patch.object(CUDAAccelerator, "is_available", staticmethod(lambda: True)),
+        mock.patch("lightning.fabric.accelerators.cuda.num_cuda_devices", lambda: count),
+        mock.patch("lightning.pytorch.accelerators.cuda.num_cuda_devices", lambda: count),
+        mock.patch("torch.cuda.is_available", lambda: True),
+        mock.patch("torch.cuda.device_count", lambda: count),
+    ):
+        yield
 
 
 def test_retriever_trains_in_fp32_on_the_cpu(tmp_path):
-    assert retrieval(tmp_path, CPU) == {
-        "accelerator": "cpu",
-        "devices": 1,
-        "strategy": "auto",
-        "precision": "32-true",
-    }
+    from lightning.pytorch.accelerators import CPUAccelerator
+    from lightning.pytorch.strategies import SingleDeviceStrategy
+
+    trainer = lightning_trainer(tmp_path, CPU)
+    assert isinstance(trainer.accelerator, CPUAccelerator)
+    assert isinstance(trainer.strategy, SingleDeviceStrategy)
+    assert trainer.strategy.root_device.type == "cpu" and trainer.num_devices == 1
+    assert trainer.precision == "32-true"
     # asking for GPUs changes nothing where there is none
-    assert retrieval(tmp_path, CPU, num_gpus=4)["accelerator"] == "cpu"
+    assert isinstance(lightning_trainer(tmp_path, CPU, num_gpus=4).accelerator, CPUAccelerator)
 
 
 def test_retriever_uses_the_gpu_in_bf16_and_ddp_for_several(tmp_path):
-    one = retrieval(tmp_path, CUDA)
-    assert one["accelerator"] == "gpu" and one["devices"] == 1
-    assert one["strategy"] == "auto" and one["precision"] == "bf16-mixed"
-    fp32_gpu = Hardware("cuda", bf16=False, gradient_checkpointing=True)
-    assert retrieval(tmp_path, fp32_gpu)["precision"] == "32-true"
+    from lightning.pytorch.accelerators import CUDAAccelerator
+    from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
 
-    from lightning.pytorch.strategies import DDPStrategy
+    with cuda_devices(2):
+        one = lightning_trainer(tmp_path, CUDA)
+        assert isinstance(one.accelerator, CUDAAccelerator)
+        assert isinstance(one.strategy, SingleDeviceStrategy) and one.num_devices == 1
+        assert one.precision == "bf16-mixed"
+        fp32_gpu = Hardware("cuda", bf16=False, gradient_checkpointing=True)
+        assert lightning_trainer(tmp_path, fp32_gpu).precision == "32-true"
+        two = lightning_trainer(tmp_path, CUDA, num_gpus=2, timeout_seconds=60)
+        assert isinstance(two.strategy, DDPStrategy) and two.num_devices == 2
+        assert two.strategy._timeout.total_seconds() == 60
+        assert two.precision == "bf16-mixed"
 
-    two = retrieval(tmp_path, CUDA, num_gpus=2, timeout_seconds=60)
-    assert two["devices"] == 2 and isinstance(two["strategy"], DDPStrategy)
-    assert two["strategy"]._timeout.total_seconds() == 60
 
-
+# num_gpus=0 leaves the (pretended) GPU unused on purpose
+@pytest.mark.filterwarnings("ignore:GPU available but not used")
 def test_retriever_settings_win_over_the_hardware(tmp_path):
-    assert retrieval(tmp_path, CUDA, precision="32-true")["precision"] == "32-true"
-    on_cpu = retrieval(tmp_path, CUDA, num_gpus=0)
-    assert on_cpu["accelerator"] == "cpu" and on_cpu["precision"] == "32-true"
+    from lightning.pytorch.accelerators import CPUAccelerator, CUDAAccelerator
+
+    with cuda_devices(1):
+        forced = lightning_trainer(tmp_path, CUDA, precision="32-true")
+        assert isinstance(forced.accelerator, CUDAAccelerator) and forced.precision == "32-true"
+        on_cpu = lightning_trainer(tmp_path, CUDA, num_gpus=0)
+        assert isinstance(on_cpu.accelerator, CPUAccelerator) and on_cpu.precision == "32-true"
 
 
 @pytest.fixture
@@ -63,12 +95,14 @@ def test_progress_trainer_arguments_follow_the_hardware(progress_rows, tmp_path)
     from transformers import TrainingArguments
 
     cpu = ProgressTrainer(progress_rows, output_dir=tmp_path / "out", hardware=CPU)
-    values = cpu.training_arguments(tmp_path / "work", steps_per_epoch=8)
-    assert values["use_cpu"] is True and values["bf16"] is False
-    assert values["metric_for_best_model"] == "mse" and values["greater_is_better"] is False
-    assert values["logging_steps"] == 2
-    args = TrainingArguments(**values)  # the values are ones transformers accepts
-    assert args.load_best_model_at_end and args.learning_rate == 1e-5
+    args = TrainingArguments(**cpu.training_arguments(tmp_path / "work", steps_per_epoch=8))
+    assert args.device.type == "cpu" and args.bf16 is False
+    assert args.load_best_model_at_end and args.metric_for_best_model == "mse"
+    assert args.greater_is_better is False and args.logging_steps == 2
+    assert args.learning_rate == 1e-5
     gpu = ProgressTrainer(progress_rows, output_dir=tmp_path / "out", hardware=CUDA)
     values = gpu.training_arguments(tmp_path / "work", steps_per_epoch=8)
-    assert values["use_cpu"] is False and values["bf16"] is True
+    assert values["bf16"] is True and values["use_cpu"] is False
+    # transformers itself refuses these where no GPU has bf16: they are what a GPU run gets
+    with pytest.raises(ValueError, match="bf16"):
+        TrainingArguments(**values)

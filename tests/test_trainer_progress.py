@@ -11,9 +11,9 @@ from transformers import TrainerCallback
 from leanloop.database import DynamicDatabase
 from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.ml.progress import MODEL_ENV, ProgressScorer, progress_text
-from leanloop.trainer.progress import (
-    METRICS_FILE,
-    ProgressTrainer,
+from leanloop.trainer.progress import METRICS_FILE, ProgressTrainer
+from leanloop.trainer.progress_data import (
+    ProgressRow,
     build_progress_dataset,
     read_progress_rows,
     split_rows,
@@ -81,16 +81,18 @@ def test_dataset_from_the_real_sample(rows_path, sample_dir):
     )
     longest = max(theorems, key=lambda t: t.num_steps)
     assert max(r["steps_remaining"] for r in rows) == longest.num_steps - 1 == 92
-    assert read_progress_rows(rows_path) == rows
+    records = read_progress_rows(rows_path)
+    assert [r.model_dump() for r in records] == rows
+    assert all(isinstance(r, ProgressRow) and isinstance(r.steps_remaining, int) for r in records)
 
 
 def test_split_keeps_each_proof_on_one_side(rows_path):
     rows = read_progress_rows(rows_path)
     training, evaluation = split_rows(rows, 0.2, seed=1)
     assert len(training) + len(evaluation) == len(rows)
-    assert not {r["theorem"] for r in training} & {r["theorem"] for r in evaluation}
+    assert not {r.theorem for r in training} & {r.theorem for r in evaluation}
     assert split_rows(rows, 0.2, seed=1) == (training, evaluation)
-    plain = [{"goal": "g", "tactic": "t", "steps_remaining": i} for i in range(10)]
+    plain = [ProgressRow(goal="g", tactic="t", steps_remaining=i) for i in range(10)]
     train_plain, eval_plain = split_rows(plain, 0.3, seed=0)
     assert (len(train_plain), len(eval_plain)) == (7, 3)
     with pytest.raises(LeanloopError, match="cannot split 1 proof"):
@@ -116,12 +118,12 @@ def test_scorer_reproduces_the_reported_error(trained, rows_path, monkeypatch):
     scorer = ProgressScorer(batch_size=7)
     assert scorer.max_length == 96  # texts are cut where they were cut in training
     _, evaluation = split_rows(read_progress_rows(rows_path), trainer.eval_ratio, trainer.seed)
-    items = [(r["goal"], r["prefix"], r["tactic"]) for r in evaluation]
+    items = [(r.goal, r.prefix, r.tactic) for r in evaluation]
     predicted = scorer.predict_batch(items)
     assert len(predicted) == len(evaluation) and all(p >= 0 for p in predicted)
     assert scorer.predict(*items[3]) == pytest.approx(predicted[3], abs=1e-4)
     raw = torch.tensor(predicted)
-    actual = torch.tensor([float(r["steps_remaining"]) for r in evaluation])
+    actual = torch.tensor([float(r.steps_remaining) for r in evaluation])
     # predictions are clipped at 0 steps, which can only reduce the error
     assert float(((raw - actual) ** 2).mean()) <= metrics["mse"] + 1e-3
     assert float((raw - actual).abs().mean()) <= metrics["mae"] + 1e-3
@@ -159,7 +161,7 @@ def test_progress_text_puts_the_proof_so_far_last():
 
 def test_bad_arguments_are_clear_errors(tmp_path, rows_path):
     for ratio in (0, 1, 1.5, -0.2):
-        with pytest.raises(LeanloopError, match="eval_ratio must be between 0 and 1"):
+        with pytest.raises(LeanloopError, match="ProgressTrainer: field 'eval_ratio'"):
             ProgressTrainer(rows_path, eval_ratio=ratio)
     with pytest.raises(LeanloopError, match="does not exist"):
         ProgressTrainer(tmp_path / "missing.jsonl")
@@ -176,8 +178,17 @@ def test_bad_arguments_are_clear_errors(tmp_path, rows_path):
     bad.write_text('{"goal": "g", "steps_remaining": 1}\n')
     with pytest.raises(DataFormatError, match="line 1, field 'tactic'"):
         read_progress_rows(bad)
-    bad.write_text("{not json\n")
-    with pytest.raises(DataFormatError, match="not JSON"):
+    bad.write_text('{"goal": "g", "tactic": "t", "steps_remaining": true}\n')
+    with pytest.raises(DataFormatError, match="field 'steps_remaining': expected a number"):
+        read_progress_rows(bad)
+    bad.write_text('{"goal": "g", "tactic": "t", "steps_remaining": 1, "prefix": 3}\n')
+    with pytest.raises(DataFormatError, match="line 1, field 'prefix'"):
+        read_progress_rows(bad)
+    bad.write_text('{"goal": "g", "tactic": "t", "steps_remaining": 1}\n[1]\n')
+    with pytest.raises(DataFormatError, match="line 2: expected a JSON object"):
+        read_progress_rows(bad)
+    bad.write_text('{"goal": "g", "tactic": "t", "steps_remaining": 1}\n\n{not json\n')
+    with pytest.raises(DataFormatError, match=r"bad\.jsonl, line 3, column \d+: malformed JSON"):
         read_progress_rows(bad)
 
 
@@ -202,17 +213,17 @@ def test_steps_remaining_counts_the_steps_after_each_step(rows_path, sample_dir)
     rows = read_progress_rows(rows_path)
     by_theorem: dict[str, list[dict]] = {}
     for row in rows:
-        by_theorem.setdefault(row["theorem"], []).append(row)
+        by_theorem.setdefault(row.theorem, []).append(row)
     proofs = [t for t in sample_theorems(sample_dir) if t.traced_tactics]
     assert len(proofs) == len(by_theorem) == 85  # the 92 term-mode proofs give no row
     for theorem in proofs:
         mine = by_theorem[str(theorem.key)]
         tactics = [s.tactic for s in theorem.traced_tactics]
-        assert [r["tactic"] for r in mine] == tactics
+        assert [r.tactic for r in mine] == tactics
         for index, row in enumerate(mine):
-            assert row["steps_remaining"] == len(tactics[index + 1 :]), theorem.full_name
-            assert row["prefix"] == "\n".join(tactics[:index])
-        assert mine[-1]["steps_remaining"] == 0 and theorem.traced_tactics[-1].closes_goal
+            assert row.steps_remaining == len(tactics[index + 1 :]), theorem.full_name
+            assert row.prefix == "\n".join(tactics[:index])
+        assert mine[-1].steps_remaining == 0 and theorem.traced_tactics[-1].closes_goal
 
 
 OTHER = "https://github.com/example/lean-progress-other"
@@ -296,7 +307,7 @@ def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp
     assert json.loads((out / METRICS_FILE).read_text())["mse"] == metrics["mse"]
     assert not (out / "checkpoints").exists()
 
-    goal, tactic = rows[0]["goal"], rows[0]["tactic"]
+    goal, tactic = rows[0].goal, rows[0].tactic
     direct = ProgressScorer(out)
     value = direct.predict(goal, "", tactic)
     assert isinstance(value, float) and math.isfinite(value) and value >= 0
@@ -311,7 +322,7 @@ def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp
     from_env = ProgressScorer()
     assert from_env.path == out
     assert from_env.predict(goal, "", tactic) == pytest.approx(value, abs=1e-5)
-    batch = from_env.predict_batch([(r["goal"], r["prefix"], r["tactic"]) for r in rows])
+    batch = from_env.predict_batch([(r.goal, r.prefix, r.tactic) for r in rows])
     assert len(batch) == other_steps and all(math.isfinite(v) and v >= 0 for v in batch)
     assert len({round(v, 4) for v in batch}) > 1  # the prediction depends on the input
 
@@ -336,3 +347,15 @@ def test_training_is_reproducible_whatever_ran_before(two_repo_db, encoder, tmp_
         results.append(trainer.train())
     assert results[0]["mse"] == results[1]["mse"]
     assert results[0]["history"] == results[1]["history"]
+
+
+def test_from_config_file(tmp_path, rows_path):
+    path = tmp_path / "progress.yaml"
+    path.write_text(f"data_path: {rows_path}\nbatch_size: 4\nepochs: 2\n")
+    trainer = ProgressTrainer.from_config(path, output_dir=tmp_path / "o")
+    assert (trainer.batch_size, trainer.epochs, trainer.output_dir) == (4, 2.0, tmp_path / "o")
+    assert trainer.data_path == rows_path and trainer.model_name == "bert-base-uncased"
+    assert ProgressTrainer.from_config(trainer.config).config == trainer.config
+    path.write_text(f"data_path: {rows_path}\nlearning_rate: 0\n")
+    with pytest.raises(LeanloopError, match=r"progress\.yaml: field 'learning_rate'"):
+        ProgressTrainer.from_config(path)

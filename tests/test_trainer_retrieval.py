@@ -14,7 +14,8 @@ from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.ml.models import latest_checkpoint, resolve_model
 from leanloop.retrieval.model import CHECKPOINT_FILE, PremiseRetriever
-from leanloop.trainer.retrieval import RetrievalTrainer, TrainingConfig
+from leanloop.trainer.retrieval import RetrievalTrainer
+from leanloop.trainer.retrieval_config import TrainingConfig
 from tests.helpers import moved, sample_theorems
 
 REPO_A = Repository(url="https://github.com/example/lean-a", commit="a" * 40)
@@ -131,6 +132,17 @@ def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(LeanloopError, match="field 'max_time': expected \"DD:HH:MM:SS\""):
         TrainingConfig(max_time="5 minutes")
     assert TrainingConfig(max_time="00:00:05:00").max_time == "00:00:05:00"
+    config = TrainingConfig()
+    with pytest.raises(LeanloopError, match="field 'lr'"):  # changes are checked too
+        config.lr = -1.0
+    # a monitor's mode must be the way its metric improves
+    with pytest.raises(LeanloopError, match="checkpoint_mode='max' does not fit"):
+        TrainingConfig(checkpoint_monitor="loss_train")
+    loss = TrainingConfig(checkpoint_monitor="loss_train", checkpoint_mode="min")
+    assert loss.checkpoint_mode == "min"
+    (tmp_path / "mode.yaml").write_text("early_stopping_mode: min\n")
+    with pytest.raises(LeanloopError, match=r"mode\.yaml: early_stopping_mode='min'"):
+        TrainingConfig.from_yaml(tmp_path / "mode.yaml")
     (tmp_path / "bad.yaml").write_text("lr: fast\n")
     with pytest.raises(LeanloopError, match=r"bad\.yaml: field 'lr'"):
         TrainingConfig.from_yaml(tmp_path / "bad.yaml")
@@ -160,7 +172,7 @@ def test_each_repository_leaves_a_reloadable_checkpoint(ewc_run):
         assert embedding.shape == (1, 32)
     report = json.loads((checkpoints[1] / "metrics.json").read_text())
     assert report["started_from"] == str(checkpoints[0])
-    assert report["train_steps"] > trainer.reports[0]["train_steps"]  # merged data grows
+    assert report["train_steps"] > trainer.reports[0].train_steps  # merged data grows
     # the output directory itself resolves to the newest encoder
     assert Path(resolve_model(root / "out")) == checkpoints[1]
 
@@ -210,7 +222,7 @@ def test_fisher_is_stored_per_parameter_and_accumulates(ewc_run):
         assert torch.equal(first.ewc.anchor[name], param.detach())
     assert sum(float(f.sum()) for f in first.ewc.fisher.values()) > 0
     assert first.ewc.repositories == 1 and second.ewc.repositories == 2
-    assert trainer.reports[0]["fisher_samples"] == 48
+    assert trainer.reports[0].fisher_samples == 48
     for name in params:  # repository 2's Fisher was added to repository 1's
         assert (second.ewc.fisher[name] >= first.ewc.fisher[name] - 1e-12).all()
         assert torch.equal(second.ewc.anchor[name], dict(second.named_parameters())[name].detach())
@@ -225,7 +237,7 @@ def test_lambda_zero_disables_ewc(tmp_path, sample_dir, encoder):
         model = PremiseRetriever.load(checkpoint)
         assert not model.ewc.active and model.ewc_penalty().item() == 0.0
         assert not any(row.get("ewc_penalty") for row in csv_rows(checkpoint / "metrics.csv"))
-    assert [r["fisher_samples"] for r in trainer.reports] == [0, 0]
+    assert [r.fisher_samples for r in trainer.reports] == [0, 0]
 
 
 def test_evaluate_reports_recall_and_mrr(ewc_run):
@@ -251,6 +263,39 @@ def test_training_continues_from_a_given_checkpoint(tmp_path, sample_dir, encode
     )
     first = PremiseRetriever.load(checkpoints[0]).state_dict()
     assert all(torch.equal(starts.starts[0]["weights"][k], v) for k, v in first.items())
+
+
+class EndWeights(pl.Callback):
+    """Records the weights each repository's training ends with."""
+
+    def __init__(self) -> None:
+        self.ends: list[dict] = []
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.ends.append({k: v.detach().clone() for k, v in pl_module.state_dict().items()})
+
+
+def test_a_run_that_stops_before_validating_keeps_its_last_weights(tmp_path, sample_dir, encoder):
+    """``max_steps`` ends training before the first validation: the checkpoint is not chosen by
+    a validation metric that was never logged (Lightning would warn), the last weights are."""
+    import warnings
+
+    from lightning.pytorch.callbacks import model_checkpoint
+
+    model_checkpoint.warning_cache.clear()  # Lightning gives each warning once per process
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    ends = EndWeights()
+    config = tiny_config(encoder, tmp_path / "out", max_steps=2, lambda_value=0.0)
+    trainer = RetrievalTrainer(config, callbacks=[ends])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (checkpoint,) = trainer.train([REPO_A], db, tmp_path / "data")
+    assert trainer.reports[0].val_steps > 0  # there was validation data: training stopped first
+    unlogged = [w for w in caught if "could not find the monitored key" in str(w.message)]
+    assert not unlogged, unlogged[0].message
+    assert trainer.reports[0].best_checkpoint_score is None
+    saved = PremiseRetriever.load(checkpoint).state_dict()
+    assert all(torch.equal(ends.ends[0][name], value) for name, value in saved.items())
 
 
 def test_user_errors(tmp_path, sample_dir, encoder):
@@ -311,9 +356,9 @@ def test_hard_negatives_and_naming_examples_in_training(tmp_path, sample_dir, en
     trainer = RetrievalTrainer(config, callbacks=[seen])
     trainer.train([REPO_A], db, tmp_path / "data")
     report = trainer.reports[0]
-    assert report["naming_examples"] > 20
+    assert report.naming_examples > 20
     assert seen.mining and len(seen.candidates) == 2
     first, second = seen.candidates
     assert first is not None and second is not None
-    assert len(first) == report["train_steps"] + report["naming_examples"]
+    assert len(first) == report.train_steps + report.naming_examples
     assert first != second  # mined again with the weights of the first epoch

@@ -29,8 +29,8 @@ def corpus(theorems: Iterable[Theorem], prompt_format: PromptFormat | None = Non
     prompt_format = prompt_format or PromptFormat()
     texts = [prompt_format.system]
     for row in prompt_format.examples(theorems):
-        texts.append(row["state"])
-        texts.append(row["tactic"])
+        texts.append(row.state)
+        texts.append(row.tactic)
     return texts
 
 

@@ -24,7 +24,7 @@ _EXPORTS = {
     "SFTTrainer": "leanloop.trainer.sft",
     "GRPOTrainer": "leanloop.trainer.grpo",
     "RetrievalTrainer": "leanloop.trainer.retrieval",
-    "TrainingConfig": "leanloop.trainer.retrieval",
+    "TrainingConfig": "leanloop.trainer.retrieval_config",
     "ProgressTrainer": "leanloop.trainer.progress",
     "LeanCheckedReward": "leanloop.trainer.lean_reward",
     "TacticGenerator": "leanloop.ml.generation",

@@ -1,10 +1,13 @@
 """The one prompt format for tactic generation (system / user / assistant), shared by the SFT and
-GRPO trainers and by the provers, and the parsing of what a model generates."""
+GRPO trainers and by the provers: the training examples it makes of traced steps, and the parsing
+of what a model generates."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+import textwrap
+from collections.abc import Collection, Iterable, Iterator
+from dataclasses import dataclass, fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -13,11 +16,38 @@ from leanloop.data.records import Theorem, is_sorry_tactic, strip_premise_marks
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an expert in the Lean 4 theorem prover. You are given the current proof state "
-    "(hypotheses, then the goal after ⊢). Reply with exactly one Lean 4 tactic, on one line, "
-    "that makes progress on the goal. Do not use sorry or admit. Reply with the tactic only."
+    "(hypotheses, then the goal after ⊢). Reply with exactly one Lean 4 tactic that makes "
+    "progress on the goal. A tactic that spans several lines (a have with its proof, a calc "
+    "block, a match with its cases) keeps its line breaks and indentation. Do not use sorry or "
+    "admit. Reply with the tactic only."
 )
 
 _FENCE = re.compile(r"^```\s*[\w-]*\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptExample:
+    """One traced step as a chat example. Its field names are the dataset's column names: TRL
+    reads ``prompt`` and ``completion``, and hands every other column to GRPO reward functions
+    as the keyword argument of the same name."""
+
+    prompt: list[dict[str, str]]  # the system and user messages
+    completion: list[dict[str, str]]  # the assistant message teaching the tactic
+    state: str  # the proof state before the step, as recorded
+    tactic: str  # the whole recorded tactic as taught (see tactic_text), line breaks kept
+    full_name: str  # the theorem's full name
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The column names, in order."""
+        return tuple(field.name for field in fields(cls))
+
+    def row(self, *, exclude: Collection[str] = ()) -> dict[str, Any]:
+        """The example as a dataset row: every column but ``exclude``."""
+        unknown = set(exclude) - set(self.columns())
+        if unknown:
+            raise ValueError(f"PromptExample has no column {', '.join(sorted(unknown))}")
+        return {name: getattr(self, name) for name in self.columns() if name not in exclude}
 
 
 class PromptFormat(BaseModel):
@@ -35,53 +65,62 @@ class PromptFormat(BaseModel):
         ]
 
     def completion(self, tactic: str) -> list[dict[str, str]]:
-        """The assistant message teaching ``tactic``: its first line, premise marks stripped."""
-        return [{"role": "assistant", "content": first_line(strip_premise_marks(tactic))}]
+        """The assistant message teaching ``tactic``, the whole of it (see :func:`tactic_text`)."""
+        return [{"role": "assistant", "content": tactic_text(tactic)}]
 
-    def examples(self, theorems: Iterable[Theorem]) -> Iterator[dict[str, Any]]:
-        """Prompt/completion rows for every traced step (``sorry`` steps are skipped); the state
-        and the tactic taught travel along as ``state`` and ``tactic`` columns, and the whole
-        recorded tactic, whitespace collapsed to one line, as ``full_tactic`` (it differs from
-        ``tactic`` for multi-line tactics)."""
+    def examples(self, theorems: Iterable[Theorem]) -> Iterator[PromptExample]:
+        """An example for every traced step (``sorry`` steps are skipped)."""
         for theorem in theorems:
             for step in theorem.traced_tactics:
                 if step.is_sorry:
                     continue
-                tactic = first_line(strip_premise_marks(step.tactic))
+                tactic = tactic_text(step.tactic)
                 if not tactic:
                     continue
-                yield {
-                    "prompt": self.prompt(step.state_before),
-                    "completion": self.completion(tactic),
-                    "state": step.state_before,
-                    "tactic": tactic,
-                    "full_tactic": collapse_whitespace(strip_premise_marks(step.tactic)),
-                    "full_name": theorem.full_name,
-                }
+                yield PromptExample(
+                    prompt=self.prompt(step.state_before),
+                    completion=self.completion(tactic),
+                    state=step.state_before,
+                    tactic=tactic,
+                    full_name=theorem.full_name,
+                )
 
     def parse(self, generated: str) -> str | None:
-        """The tactic in a model's reply: the first line with content, outside code fences;
-        None when there is none or it is ``sorry``/``admit``."""
-        for line in generated.splitlines():
-            text = line.strip()
-            if not text or _FENCE.match(text):
-                continue
-            text = text.removeprefix("tactic:").strip()
-            if not text:  # a bare "tactic:" label: the tactic, if any, is on a later line
-                continue
-            if is_sorry_tactic(text):
-                return None
-            return text
-        return None
+        """The tactic in a model's reply, line breaks and relative indentation kept.
+
+        The reply's first code fence holds it when there is one; a leading ``tactic:`` label is
+        dropped; the tactic runs from the first line with content to the first blank line (a
+        tactic as taught has none, so what follows one is not part of it). None when there is
+        no tactic or it uses ``sorry``/``admit``.
+        """
+        lines = generated.splitlines()
+        opening = next((i for i, line in enumerate(lines) if _FENCE.match(line.strip())), None)
+        if opening is not None:
+            rest = lines[opening + 1 :]
+            closing = next((i for i, line in enumerate(rest) if line.strip() == "```"), None)
+            lines = rest[:closing]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
+        if lines and lines[0].strip().startswith("tactic:"):
+            label, _, after = lines[0].partition("tactic:")
+            lines = [" " * len(label) + after.lstrip(), *lines[1:]]
+            while lines and not lines[0].strip():  # a bare label: the tactic is on a later line
+                lines = lines[1:]
+        end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+        tactic = tactic_text("\n".join(lines[:end]))
+        if not tactic or is_sorry_tactic(tactic):
+            return None
+        return tactic
+
+
+def tactic_text(tactic: str) -> str:
+    """A tactic as it is taught and read back: premise marks stripped, line breaks and relative
+    indentation kept (Lean reads indentation), common indentation, trailing spaces and blank
+    lines removed."""
+    lines = [line.rstrip() for line in strip_premise_marks(tactic).splitlines()]
+    return textwrap.dedent("\n".join(line for line in lines if line)).strip()
 
 
 def collapse_whitespace(text: str) -> str:
     """``text`` on one line, each run of whitespace one space (how tactics are compared)."""
     return " ".join(text.split())
-
-
-def first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""

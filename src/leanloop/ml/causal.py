@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from leanloop.errors import LeanloopError
-from leanloop.ml.models import CHATML_TEMPLATE, hub_offline, packaged_models, resolve_model
+from leanloop.ml.models import CHATML_TEMPLATE, resolve_model
+from leanloop.ml.pretrained import load_pretrained
 
 log = logging.getLogger(__name__)
 
@@ -50,61 +51,15 @@ def adapter_base(directory: str | os.PathLike) -> str | None:
     return str(base)
 
 
-def model_not_found(name: str) -> LeanloopError:
-    """The error for a model name that is neither a local path, nor cached, nor reachable."""
-    text = os.fspath(name)
-    names = ", ".join(
-        f"{m.name}{'' if installed else ' (not installed)'}" for m, installed in packaged_models()
-    )
-    hint = f"give a checkpoint directory or a packaged offline model: {names}"
-    if text.startswith(("/", "./", "../", "~")) or text.count("/") > 1 or "\\" in text:
-        return LeanloopError(f"model {text!r}: no such directory", hint=hint)
-    hub = "off (HF_HUB_OFFLINE=1)" if hub_offline() else "unreachable or does not have it"
-    return LeanloopError(
-        f"unknown model {text!r}: not a local path, not in the Hugging Face cache, and the hub "
-        f"is {hub}",
-        hint=hint,
-    )
-
-
-def _from_pretrained(loader, source: str, name: str, **kwargs):
-    """Call a ``from_pretrained`` and turn 'cannot find or read it' into a one-line error."""
-    try:
-        return loader.from_pretrained(source, **kwargs)
-    except (OSError, ValueError) as exc:
-        if "Unrecognized configuration class" in str(exc):
-            raise LeanloopError(
-                f"model {name!r} is not a causal language model ({_first_line(exc)})",
-                hint="tactic generators need a decoder-only model (Llama, Qwen3, GPT-2, ...)",
-            ) from exc
-        local = Path(source).expanduser()
-        if local.is_dir():
-            raise LeanloopError(
-                f"model {name!r}: {local} holds no usable checkpoint ({_first_line(exc)})",
-                hint="point at a directory with config.json and the weights, or at a trainer's "
-                "output directory",
-            ) from exc
-        if local.exists():
-            raise LeanloopError(
-                f"model {name!r}: {local} is a file, not a checkpoint directory"
-            ) from exc
-        raise model_not_found(name) from exc
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def load_tokenizer(source: str, name: str | None = None):
-    """The tokenizer at ``source``, ready for chat prompts: a pad token and a chat template."""
+def load_tokenizer(name_or_path: str | os.PathLike, *, cache_dir: Path | None = None):
+    """The tokenizer of a model, ready for chat prompts: a pad token and a chat template."""
     from transformers import AutoTokenizer
 
-    tokenizer = _from_pretrained(AutoTokenizer, source, name or source)
+    tokenizer = load_pretrained(AutoTokenizer, name_or_path, cache_dir=cache_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "chat_template", None):
-        log.warning("%s has no chat template; using ChatML", name or source)
+        log.warning("%s has no chat template; using ChatML", name_or_path)
         tokenizer.chat_template = CHATML_TEMPLATE
     return tokenizer
 
@@ -130,8 +85,8 @@ def load_causal_lm(
     dtype = dtype or torch.float32
     base_name = adapter_base(source) if Path(source).is_dir() else None
     if base_name is None:
-        model = _from_pretrained(AutoModelForCausalLM, source, name, dtype=dtype)
-        tokenizer = load_tokenizer(source, name)
+        model = load_pretrained(AutoModelForCausalLM, name, cache_dir=cache_dir, dtype=dtype)
+        tokenizer = load_tokenizer(name, cache_dir=cache_dir)
         # a local checkpoint is named by its absolute path; hub and packaged names stay names,
         # so that an adapter trained on them reloads on another machine
         base = str(Path(source).absolute()) if Path(name).expanduser().exists() else name
@@ -145,12 +100,12 @@ def load_causal_lm(
             f"adapter {source}: its base model {base_name} is itself an adapter",
             hint="merge the first adapter into a full model before training another on top",
         )
-    base_model = _from_pretrained(AutoModelForCausalLM, base_source, base_name, dtype=dtype)
+    base_model = load_pretrained(AutoModelForCausalLM, base_name, cache_dir=cache_dir, dtype=dtype)
     model = PeftModel.from_pretrained(base_model, source, is_trainable=trainable)
     has_tokenizer = any(
         (Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")
     )
-    tokenizer = load_tokenizer(source if has_tokenizer else base_source, name)
+    tokenizer = load_tokenizer(source if has_tokenizer else base_name, cache_dir=cache_dir)
     return CausalLM(model, tokenizer, source, base_name, adapter=True)
 
 

@@ -5,13 +5,41 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any, Literal, NamedTuple
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from leanloop.data.jsonstream import read_json
 from leanloop.data.prompt import PromptFormat
-from leanloop.errors import LeanloopError
+from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.ml.causal import END_OF_TURN, end_token_ids, load_causal_lm
+from leanloop.ml.protocols import GeneratedTactic
+
+#: The file a leanloop trainer writes into each checkpoint: how the model was trained, with its
+#: configuration (``config``), whose ``prompt_format`` the generator uses.
+CHECKPOINT_INFO = "leanloop_checkpoint.json"
+
+
+def recorded_prompt_format(checkpoint: str | os.PathLike) -> PromptFormat | None:
+    """The prompt format a leanloop trainer recorded in a checkpoint directory (None when the
+    directory has no record of one)."""
+    path = Path(checkpoint) / CHECKPOINT_INFO
+    if not path.is_file():
+        return None
+    info = read_json(path)
+    if not isinstance(info, dict):
+        raise DataFormatError(path, "expected a JSON object")
+    key = "config" if "config" in info else "options"  # "options" in older checkpoints
+    config = info.get(key)
+    if not isinstance(config, dict) or config.get("prompt_format") is None:
+        return None
+    try:
+        return PromptFormat.model_validate(config["prompt_format"])
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join([key, "prompt_format", *(str(p) for p in error["loc"])])
+        raise DataFormatError(path, error["msg"], field=field) from None
 
 
 class DecodingOptions(BaseModel):
@@ -31,18 +59,11 @@ class DecodingOptions(BaseModel):
     num_samples: int | None = Field(None, ge=1)
     temperature: float = Field(1.0, gt=0)
     top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(64, ge=1)
+    max_new_tokens: int = Field(128, ge=1)
     max_prompt_tokens: int | None = Field(2048, ge=1)
     batch_size: int = Field(8, ge=1)
     seed: int | None = None
     share_prompt_cache: bool = True
-
-
-class GeneratedTactic(NamedTuple):
-    """A tactic and its score: the log-probability of the reply under the model."""
-
-    tactic: str
-    score: float
 
 
 def rank_tactics(
@@ -62,11 +83,14 @@ def rank_tactics(
 
 
 class TacticGenerator:
-    """Top-k tactics for proof states.
+    """Top-k tactics for proof states (a :class:`~leanloop.ml.protocols.Generator`); a tactic's
+    score is the log-probability of the reply under the model.
 
     ``TacticGenerator("smollm2-135m-instruct")``, a checkpoint directory, a trainer's output
     directory (its latest checkpoint) or a LoRA adapter directory (loaded onto its base model);
-    the model runs on the detected device. ``TacticGenerator.from_model(model, tokenizer)`` wraps
+    the model runs on the detected device. Prompts follow ``prompt_format`` if given, else the
+    format the checkpoint was trained with (see :func:`recorded_prompt_format`), else the
+    default one. ``TacticGenerator.from_model(model, tokenizer)`` wraps
     a model already in memory.
     """
 
@@ -84,6 +108,8 @@ class TacticGenerator:
         hardware = detect_hardware()
         loaded = load_causal_lm(model_name_or_path, dtype=hardware.torch_dtype)
         self.source = loaded.source
+        if prompt_format is None and Path(loaded.source).is_dir():
+            prompt_format = recorded_prompt_format(loaded.source)
         self._setup(
             loaded.model,
             loaded.tokenizer,

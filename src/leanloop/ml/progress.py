@@ -78,10 +78,11 @@ class ProgressScorer:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         from leanloop.ml.device import detect_hardware
+        from leanloop.ml.pretrained import load_pretrained
 
         self.path = _model_directory(model_path)
-        self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        self.model = AutoModelForSequenceClassification.from_pretrained(self.path)
+        self.tokenizer = load_pretrained(AutoTokenizer, self.path)
+        self.model = load_pretrained(AutoModelForSequenceClassification, self.path)
         self.device = torch.device(device or detect_hardware().device)
         self.model.to(self.device).eval()
         self.mean = float(getattr(self.model.config, MEAN_KEY, 0.0))

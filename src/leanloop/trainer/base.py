@@ -10,11 +10,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from leanloop.atomic import write_text_atomic
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
 from leanloop.ml.models import LATEST_FILE
+
+if TYPE_CHECKING:
+    from leanloop.database.dynamic import DynamicDatabase
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,9 @@ class CurriculumTrainer(ABC):
 
     output_dir: Path
 
-    def train(self, repos: Sequence[Repository], database, data_path: str | Path) -> list[Path]:
+    def train(
+        self, repos: Sequence[Repository], database: DynamicDatabase, data_path: str | Path
+    ) -> list[Path]:
         if not repos:
             raise LeanloopError("no repositories to train on")
         output_dir = Path(self.output_dir)

@@ -1,31 +1,25 @@
 """Top-k exact-match accuracy of generated tactics against the recorded ones on a LeanDojo split
-(a split file, a dataset directory, or theorems), comparing with whitespace collapsed."""
+(a split file, a dataset directory, or theorems): a hit is the whole recorded tactic, whitespace
+collapsed."""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, computed_field
 
 from leanloop.data.leandojo import LeanDojoDataset
-from leanloop.data.prompt import PromptFormat
+from leanloop.data.prompt import PromptExample, PromptFormat
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
+from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.trainer.rewards import is_recorded_tactic
 
 log = logging.getLogger(__name__)
-
-
-class Generator(Protocol):
-    """Anything that proposes ranked tactics for a batch of states (e.g. ``TacticGenerator``)."""
-
-    def generate_batch(self, states: Sequence[str], k: int = ..., **kw: Any) -> list[list[Any]]:
-        """Candidates per state, best first: strings or ``(tactic, score)`` pairs."""
-        ...
 
 
 class TacticAccuracy(BaseModel):
@@ -50,11 +44,6 @@ class TacticAccuracy(BaseModel):
         return f"top-1 {self.top1:.3f}, top-{self.k} {self.topk:.3f} on {self.steps} steps"
 
 
-def same_tactic(a: str, b: str) -> bool:
-    """Whether two tactics are equal once whitespace is collapsed."""
-    return is_recorded_tactic(a, b)
-
-
 def load_steps(
     source: str | os.PathLike | Iterable[Theorem],
     *,
@@ -65,19 +54,21 @@ def load_steps(
     """``(state, tactic taught)`` for every usable step (``sorry`` steps skipped) of a split
     file, of ``split`` in a dataset directory, or of theorems."""
     return [
-        (row["state"], row["tactic"])
-        for row in load_rows(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+        (example.state, example.tactic)
+        for example in load_examples(
+            source, split=split, prompt_format=prompt_format, max_steps=max_steps
+        )
     ]
 
 
-def load_rows(
+def load_examples(
     source: str | os.PathLike | Iterable[Theorem],
     *,
     split: str = "random/test",
     prompt_format: PromptFormat | None = None,
     max_steps: int | None = None,
-) -> list[dict[str, Any]]:
-    """The ``PromptFormat.examples`` rows of ``load_steps``' steps."""
+) -> list[PromptExample]:
+    """The examples of ``load_steps``' steps."""
     prompt_format = prompt_format or PromptFormat()
     if isinstance(source, str | os.PathLike):
         path = Path(source)
@@ -91,12 +82,12 @@ def load_rows(
         theorems: Iterable[Theorem] = LeanDojoDataset(path).iter_theorems()
     else:
         theorems = source
-    rows = []
-    for row in prompt_format.examples(theorems):
-        rows.append(row)
-        if max_steps is not None and len(rows) >= max_steps:
+    examples = []
+    for example in prompt_format.examples(theorems):
+        examples.append(example)
+        if max_steps is not None and len(examples) >= max_steps:
             break
-    return rows
+    return examples
 
 
 def evaluate_tactics(
@@ -109,23 +100,31 @@ def evaluate_tactics(
     max_steps: int | None = None,
     **generate_options: Any,
 ) -> TacticAccuracy:
-    """Generate ``k`` tactics for each step's state and count exact matches (whitespace
-    collapsed) with the recorded tactic at rank 1 and within the first ``k``. A candidate
-    matches when it is the tactic taught (a multi-line tactic's first line) or the whole
-    recorded tactic written on one line."""
+    """Generate ``k`` tactics for each step's state and count how often the whole recorded
+    tactic (whitespace collapsed) is the first candidate and among the first ``k``."""
     if k < 1:
         raise LeanloopError(f"k={k}: evaluate at least one candidate")
-    rows = load_rows(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
-    states = [row["state"] for row in rows]
+    examples = load_examples(source, split=split, prompt_format=prompt_format, max_steps=max_steps)
+    states = [example.state for example in examples]
     candidates = generator.generate_batch(states, k, **generate_options) if states else []
-    top1 = topk = 0
-    for row, ranked in zip(rows, candidates, strict=True):
-        hits = [
-            is_recorded_tactic(c if isinstance(c, str) else c[0], row["tactic"], row["full_tactic"])
-            for c in ranked[:k]
-        ]
-        top1 += bool(hits and hits[0])
-        topk += any(hits)
-    result = TacticAccuracy(steps=len(rows), k=k, top1_hits=top1, topk_hits=topk)
+    result = tactic_accuracy(examples, candidates, k)
     log.info("tactic accuracy: %s", result)
     return result
+
+
+def tactic_accuracy(
+    examples: Sequence[PromptExample],
+    candidates: Sequence[Sequence[GeneratedTactic]],
+    k: int,
+    *,
+    match: Callable[[str, str], bool] = is_recorded_tactic,
+) -> TacticAccuracy:
+    """Top-1 and top-``k`` hits of each example's ranked candidates; ``match(proposed,
+    recorded)`` says whether a candidate is the example's tactic (by default: the whole of it,
+    whitespace collapsed)."""
+    top1 = topk = 0
+    for example, ranked in zip(examples, candidates, strict=True):
+        hits = [match(candidate.tactic, example.tactic) for candidate in ranked[:k]]
+        top1 += bool(hits and hits[0])
+        topk += any(hits)
+    return TacticAccuracy(steps=len(examples), k=k, top1_hits=top1, topk_hits=topk)

@@ -7,87 +7,23 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import math
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field
-
+from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
 from leanloop.trainer.base import CurriculumStep
-from leanloop.trainer.hf_common import HFCurriculumTrainer, HFTrainerOptions, StepReport
+from leanloop.trainer.grpo_config import GRPOTrainerConfig
+from leanloop.trainer.hf_common import HFCurriculumTrainer, StepReport
 from leanloop.trainer.rewards import as_reward_list
 
 log = logging.getLogger(__name__)
 
-#: Completions sampled per prompt when ``num_generations`` is not given.
-DEFAULT_NUM_GENERATIONS = 4
-
 
 class ZeroAdvantageWarning(UserWarning):
     """Every group of completions got equal rewards: all advantages were zero, nothing learned."""
-
-
-class GRPOOptions(HFTrainerOptions):
-    """GRPO options: the shared ones, and how completions are sampled and scored.
-
-    ``batch_size`` counts completions, as in TRL. A generation batch holds whole groups of
-    ``num_generations`` completions of one prompt; by default it is ``batch_size *
-    gradient_accumulation_steps``, enlarged to a multiple of ``num_generations`` when
-    ``num_generations`` is left unset. ``reward_weights`` weight a list of reward functions.
-    """
-
-    num_generations: int | None = None
-    generation_batch_size: int | None = Field(None, ge=1)
-    max_completion_length: int = Field(128, ge=1)
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    beta: float = Field(0.0, ge=0)
-    scale_rewards: Literal["group", "batch", "none"] = "group"
-    reward_weights: list[float] | None = None
-    eval_max_examples: int | None = Field(64, ge=1)
-
-
-def generation_plan(
-    batch_size: int,
-    gradient_accumulation_steps: int = 1,
-    num_generations: int | None = None,
-    generation_batch_size: int | None = None,
-) -> tuple[int, int]:
-    """``(num_generations, generation_batch_size)`` for these options, or a LeanloopError
-    saying which of them do not fit together."""
-    if num_generations is not None and num_generations < 2:
-        raise LeanloopError(
-            f"num_generations={num_generations}: GRPO compares at least 2 completions per prompt",
-            hint="use num_generations=2 or more",
-        )
-    count = num_generations or DEFAULT_NUM_GENERATIONS
-    per_step = batch_size * gradient_accumulation_steps
-    if generation_batch_size is not None:
-        if generation_batch_size % batch_size:
-            raise LeanloopError(
-                f"generation_batch_size={generation_batch_size} is not a multiple of "
-                f"batch_size={batch_size}"
-            )
-        if generation_batch_size % count:
-            raise LeanloopError(
-                f"generation_batch_size={generation_batch_size} does not divide by "
-                f"num_generations={count}: a generation batch holds whole groups of completions",
-                hint=f"use a multiple of {count}",
-            )
-        return count, generation_batch_size
-    if per_step % count == 0:
-        return count, per_step
-    if num_generations is not None:
-        raise LeanloopError(
-            f"batch_size={batch_size} × gradient_accumulation_steps={gradient_accumulation_steps}"
-            f" = {per_step} completions per step does not divide by num_generations={count}",
-            hint=f"make batch_size a multiple of {count}, choose num_generations dividing "
-            f"{per_step}, or set generation_batch_size={math.lcm(per_step, count)}",
-        )
-    return count, math.lcm(per_step, count)
 
 
 def check_reward_funcs(
@@ -179,17 +115,19 @@ class GRPOTrainer(HFCurriculumTrainer):
 
     ``GRPOTrainer(model_name, reward_func, output_dir="outputs", epochs_per_repo=1,
     batch_size=1, lr=2e-5, lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the
-    fields of :class:`GRPOOptions`. ``reward_func`` is a function ``f(completions, **kwargs)``
-    returning one reward per completion (a list, or a 1-D tensor), or a list of them (weighted
-    by ``reward_weights``). Every dataset column reaches it as a keyword argument: ``state``
-    (the proof state), ``tactic`` (the recorded tactic) and ``full_name`` (the theorem).
+    other fields of :class:`~leanloop.trainer.grpo_config.GRPOTrainerConfig`. ``reward_func`` is a
+    function ``f(completions, **kwargs)`` returning one reward per completion (a list, or a 1-D
+    tensor), or a list of them (weighted by ``reward_weights``). Every column of
+    :class:`~leanloop.data.prompt.PromptExample` but the completion reaches it as a keyword
+    argument: ``state`` (the proof state), ``tactic`` (the recorded tactic, line breaks kept) and
+    ``full_name`` (the theorem).
 
     ``advantages`` keeps the advantages TRL computed for every training batch.
     """
 
-    options_class: ClassVar[type[HFTrainerOptions]] = GRPOOptions
+    config_class: ClassVar[type[GRPOTrainerConfig]] = GRPOTrainerConfig
     kind: ClassVar[str] = "grpo"
-    options: GRPOOptions
+    config: GRPOTrainerConfig
 
     def __init__(
         self,
@@ -215,30 +153,21 @@ class GRPOTrainer(HFCurriculumTrainer):
             **options,
         )
 
-    def check_options(self) -> None:
-        o = self.options
-        self.reward_funcs = check_reward_funcs(self.reward_func, o.reward_weights)
-        self.num_generations, self.generation_batch_size = generation_plan(
-            o.batch_size, o.gradient_accumulation_steps, o.num_generations, o.generation_batch_size
-        )
+    def check_arguments(self) -> None:
+        self.reward_funcs = check_reward_funcs(self.reward_func, self.config.reward_weights)
 
-    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "prompt": example["prompt"],
-            "state": example["state"],
-            "tactic": example["tactic"],
-            "full_tactic": example["full_tactic"],
-            "full_name": example["full_name"],
-        }
+    def example_row(self, example: PromptExample) -> dict[str, Any]:
+        return example.row(exclude={"completion"})  # GRPO generates the completions
 
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
-        o = self.options
+        o = self.config
+        num_generations, generation_batch_size = o.generation_sizes()
         args = super().trl_arguments(work_dir)
         args.update(
             {
-                "num_generations": self.num_generations,
-                "generation_batch_size": self.generation_batch_size,
-                "per_device_eval_batch_size": self.num_generations,
+                "num_generations": num_generations,
+                "generation_batch_size": generation_batch_size,
+                "per_device_eval_batch_size": num_generations,
                 "max_completion_length": o.max_completion_length,
                 "temperature": o.temperature,
                 "top_p": o.top_p,

@@ -1,6 +1,6 @@
-"""What the SFT and GRPO trainers share: their options, loading the model through
-``resolve_model``, LoRA, TRL arguments fitted to the hardware, reading the exported splits, and
-saving each repository's checkpoint (full model or adapter, tokenizer, training curves)."""
+"""What the SFT and GRPO trainers share: building their configuration, loading the model
+through ``resolve_model``, LoRA, TRL arguments fitted to the hardware, reading the exported splits,
+and saving each repository's checkpoint (full model or adapter, tokenizer, training curves)."""
 
 from __future__ import annotations
 
@@ -16,100 +16,41 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from leanloop.atomic import replace_directory
-from leanloop.configfile import read_config_file
 from leanloop.data.leandojo import LeanDojoDataset
-from leanloop.data.prompt import PromptFormat
+from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
+from leanloop.ml.generation import CHECKPOINT_INFO
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
+from leanloop.trainer.config import config_field, trainer_arguments
+from leanloop.trainer.hf_config import HFTrainerConfig
 from leanloop.trainer.plots import plot_curves
 
 log = logging.getLogger(__name__)
 
-#: Files written into every checkpoint directory besides the model and the tokenizer.
-CHECKPOINT_INFO = "leanloop_checkpoint.json"
+#: Files written into every checkpoint directory besides the model, the tokenizer and
+#: ``CHECKPOINT_INFO``.
 CURVES_PNG = "training_curves.png"
 LOG_HISTORY = "log_history.json"
-
-
-class HFTrainerOptions(BaseModel):
-    """Everything a tactic-generator trainer is configured with (loadable from YAML or JSON).
-
-    The first six fields are LeanDojo-v2's constructor arguments; ``lora`` holds
-    ``peft.LoraConfig`` keyword arguments for configuration files (in code, pass a
-    ``LoraConfig`` as ``lora_config``). ``max_steps`` counts optimizer steps per repository and
-    overrides ``epochs_per_repo``; ``gradient_checkpointing`` and ``bf16`` left at None follow the
-    hardware (on with CUDA, off on the CPU); ``trl_args`` are passed to TRL's config unchanged.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model_name: str
-    output_dir: Path = Path("outputs")
-    epochs_per_repo: float = Field(1, gt=0)
-    batch_size: int = Field(1, ge=1)
-    lr: float = Field(2e-5, gt=0)
-    lora: dict[str, Any] | None = None
-    gradient_accumulation_steps: int = Field(1, ge=1)
-    max_steps: int | None = Field(None, ge=1)
-    warmup_steps: float = Field(0.0, ge=0)
-    lr_scheduler_type: str = "linear"
-    weight_decay: float = Field(0.0, ge=0)
-    max_grad_norm: float = Field(1.0, gt=0)
-    logging_steps: int = Field(10, ge=1)
-    seed: int = 3407
-    gradient_checkpointing: bool | None = None
-    bf16: bool | None = None
-    evaluate: bool = True
-    eval_max_examples: int | None = Field(1000, ge=1)
-    prompt_format: PromptFormat = Field(default_factory=PromptFormat)
-    plot_curves: bool = True
-    progress_bars: bool = True
-    trl_args: dict[str, Any] = Field(default_factory=dict)
-
-    @classmethod
-    def load(cls, source: str | Path | Mapping[str, Any], **overrides: Any) -> Self:
-        """Options from a YAML/JSON file or a mapping, with ``overrides`` on top."""
-        if isinstance(source, Mapping):
-            data = dict(source)
-        else:
-            data = read_config_file(source) or {}
-            if not isinstance(data, dict):
-                raise LeanloopError(
-                    f"trainer configuration {source}: expected a mapping of options"
-                )
-        data.update(overrides)
-        return validate_options(cls, data, where=str(source))
-
-
-def validate_options(cls: type[HFTrainerOptions], data: dict[str, Any], *, where: str):
-    """``cls(**data)``, with a one-line error naming the first bad option."""
-    try:
-        return cls.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        name = ".".join(str(part) for part in error["loc"]) or "?"
-        valid = ", ".join(cls.model_fields)
-        raise LeanloopError(
-            f"{where}: option '{name}': {error['msg']}", hint=f"valid options: {valid}"
-        ) from exc
 
 
 class StepReport(BaseModel):
     """What training on one repository produced."""
 
-    index: int
-    repository: str
-    checkpoint: Path
-    train_examples: int
-    val_examples: int
-    global_steps: int
-    train_seconds: float
-    train_tokens: int | None = None
-    metrics: dict[str, float] = Field(default_factory=dict)
+    index: int = Field(description="The repository's position in the curriculum.")
+    repository: str = Field(description="The repository trained on.")
+    checkpoint: Path = Field(description="Where its checkpoint was saved.")
+    train_examples: int = Field(description="Training examples (merged export).")
+    val_examples: int = Field(description="Validation examples evaluated on.")
+    global_steps: int = Field(description="Optimizer steps taken.")
+    train_seconds: float = Field(description="Time spent training.")
+    train_tokens: int | None = Field(None, description="Tokens read (None: not counted).")
+    metrics: dict[str, float] = Field(
+        default_factory=dict, description="Evaluation and trainer-specific figures."
+    )
 
 
 class HFCurriculumTrainer(CurriculumTrainer):
@@ -121,8 +62,9 @@ class HFCurriculumTrainer(CurriculumTrainer):
     (``build_trl_trainer``).
     """
 
-    options_class: ClassVar[type[HFTrainerOptions]] = HFTrainerOptions
+    config_class: ClassVar[type[HFTrainerConfig]] = HFTrainerConfig
     kind: ClassVar[str] = "hf"
+    config: HFTrainerConfig
 
     def __init__(
         self,
@@ -137,8 +79,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
         **options: Any,
     ) -> None:
         lora_dict = lora_config if isinstance(lora_config, Mapping) else options.pop("lora", None)
-        self.options = validate_options(
-            self.options_class,
+        self.config = self.config_class.from_dict(
             {
                 "model_name": str(model_name),
                 "output_dir": output_dir,
@@ -148,64 +89,46 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 "lora": dict(lora_dict) if lora_dict is not None else None,
                 **options,
             },
-            where=type(self).__name__,
+            source=type(self).__name__,
         )
         self.hardware = hardware or detect_hardware()
         self.lora_config = self._lora_config(lora_config)
-        self.check_options()
+        self.check_arguments()
         self.reports: list[StepReport] = []
         self._load_model()
 
     @classmethod
-    def from_config(cls, source: str | Path | Mapping[str, Any], **kwargs: Any) -> Self:
-        """A trainer from a YAML/JSON file or a mapping of options.
+    def from_config(
+        cls, source: str | Path | Mapping[str, Any] | HFTrainerConfig, **kwargs: Any
+    ) -> Self:
+        """A trainer from a YAML/JSON file, a mapping of fields or a configuration.
 
-        ``kwargs`` naming options override the file; the others (``reward_func``,
-        ``lora_config``, ``hardware``) go to the constructor.
+        ``kwargs`` naming fields override the file; the others (``reward_func``, ``lora_config``,
+        ``hardware``) go to the constructor.
         """
-        fields = cls.options_class.model_fields
-        overrides = {k: v for k, v in kwargs.items() if k in fields}
-        extra = {k: v for k, v in kwargs.items() if k not in fields}
-        options = cls.options_class.load(source, **overrides)
-        return cls(**extra, **options.model_dump(exclude_unset=True))
+        return cls(**trainer_arguments(cls.config_class, source, kwargs))
 
     # -- LeanDojo-v2 attribute names --------------------------------------------------------
 
-    @property
-    def model_name(self) -> str:
-        return self.options.model_name
-
-    @property
-    def output_dir(self) -> Path:  # type: ignore[override]
-        return Path(self.options.output_dir)
-
-    @property
-    def epochs_per_repo(self) -> float:
-        return self.options.epochs_per_repo
-
-    @property
-    def batch_size(self) -> int:
-        return self.options.batch_size
-
-    @property
-    def lr(self) -> float:
-        return self.options.lr
+    model_name = config_field("model_name")
+    output_dir = config_field("output_dir")  # type: ignore[assignment]
+    epochs_per_repo = config_field("epochs_per_repo")
+    batch_size = config_field("batch_size")
+    lr = config_field("lr")
+    prompt_format = config_field("prompt_format")
 
     @property
     def use_lora(self) -> bool:
         return self.is_adapter
 
-    @property
-    def prompt_format(self) -> PromptFormat:
-        return self.options.prompt_format
-
     # -- model --------------------------------------------------------------------------------
 
-    def check_options(self) -> None:
-        """Reject option combinations before the model is loaded (subclasses add checks)."""
+    def check_arguments(self) -> None:
+        """Reject arguments that do not fit together before the model is loaded (subclasses
+        add checks; the configuration checks its own fields)."""
 
     def _lora_config(self, lora_config):
-        if lora_config is None and self.options.lora is None:
+        if lora_config is None and self.config.lora is None:
             return None
         from peft import LoraConfig, PeftConfig
 
@@ -216,7 +139,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 f"lora_config must be a peft.LoraConfig, not {type(lora_config).__name__}",
                 hint="from peft import LoraConfig; lora_config=LoraConfig(r=16, lora_alpha=32)",
             )
-        settings = dict(self.options.lora or {})
+        settings = dict(self.config.lora or {})
         settings.setdefault("task_type", "CAUSAL_LM")
         try:
             return LoraConfig(**settings)
@@ -227,7 +150,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
         from leanloop.ml.causal import load_causal_lm
 
         loaded = load_causal_lm(
-            self.options.model_name, dtype=self.hardware.torch_dtype, trainable=True
+            self.config.model_name, dtype=self.hardware.torch_dtype, trainable=True
         )
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
@@ -237,21 +160,21 @@ class HFCurriculumTrainer(CurriculumTrainer):
             if self.lora_config is not None:
                 log.warning(
                     "%s is a LoRA adapter: training continues it; lora_config is not used",
-                    self.options.model_name,
+                    self.config.model_name,
                 )
         elif self.lora_config is not None:
-            self.model = apply_lora(self.model, self.lora_config, seed=self.options.seed)
+            self.model = apply_lora(self.model, self.lora_config, seed=self.config.seed)
             self.is_adapter = True
 
     # -- TRL arguments ------------------------------------------------------------------------
 
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
-        """Keyword arguments for TRL's config: the options, fitted to ``self.hardware``.
+        """Keyword arguments for TRL's config: the configuration, fitted to ``self.hardware``.
 
         TRL turns bf16 and gradient checkpointing on by default; here they follow the hardware
-        unless the options say otherwise.
+        unless the configuration says otherwise.
         """
-        o = self.options
+        o = self.config
         hw = self.hardware
         args: dict[str, Any] = {
             "output_dir": str(work_dir),
@@ -288,8 +211,8 @@ class HFCurriculumTrainer(CurriculumTrainer):
     # -- data ---------------------------------------------------------------------------------
 
     @abstractmethod
-    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
-        """The dataset row for one ``PromptFormat.examples`` row."""
+    def example_row(self, example: PromptExample) -> dict[str, Any]:
+        """The dataset row of one example."""
 
     def read_examples(
         self, path: Path, *, required: bool, limit: int | None = None
@@ -305,7 +228,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
             return []
         rows: list[dict[str, Any]] = []
         theorems = LeanDojoDataset(path).iter_theorems()
-        for example in self.options.prompt_format.examples(theorems):
+        for example in self.config.prompt_format.examples(theorems):
             rows.append(self.example_row(example))
             if limit is not None and len(rows) >= limit:
                 break
@@ -320,7 +243,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
     def train_step(self, step: CurriculumStep) -> None:
         from datasets import Dataset
 
-        o = self.options
+        o = self.config
         train_file = Path(step.dataset_dir) / "random" / "train.json"
         val_file = Path(step.dataset_dir) / "random" / "val.json"
         train_rows = self.read_examples(train_file, required=True)
@@ -405,7 +328,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 _name_adapter_base(staging, self.base_model)
             self.tokenizer.save_pretrained(staging)
             (staging / LOG_HISTORY).write_text(json.dumps(history, indent=1, default=str))
-            if self.options.plot_curves:
+            if self.config.plot_curves:
                 title = f"{self.kind.upper()} {step.repository}" if step else self.kind.upper()
                 plot_curves(history, staging / CURVES_PNG, title=title)
             info = {
@@ -413,7 +336,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 "base_model": self.base_model,
                 "adapter": self.is_adapter,
                 "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                "options": self.options.model_dump(mode="json"),
+                "config": self.config.to_dict(),
             }
             if step is not None:
                 info["repository"] = step.repository.model_dump(mode="json")

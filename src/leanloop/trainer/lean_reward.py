@@ -1,5 +1,6 @@
 """A GRPO reward checked by Lean: each completion is run as a tactic on its prompt's proof state
-through a Lean server; closing the goal beats making accepted progress, which beats an error."""
+through a Lean server; closing the goal beats changing it, which beats leaving it as it was or an
+error."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class LeanRewardStats:
     checked: int = 0
     closed: int = 0
     progressed: int = 0
+    unchanged: int = 0
     failed: int = 0
     unparsable: int = 0
     unavailable: int = 0  # the state could not be recreated, or the server failed
@@ -31,9 +33,11 @@ class LeanCheckedReward:
     The state before (the ``state`` column) is recreated in Lean as a statement proved by
     ``sorry`` (``declaration`` and the ``header`` of imports set how), each completion's tactic is
     run on it, and the reward is ``closed`` if the goal is closed, ``progress`` if Lean accepted
-    the tactic with goals left, ``failed`` if Lean rejected it (or it timed out), ``unparsable``
-    if the completion holds no tactic. A state Lean cannot recreate, or a server failure, gives
-    ``None`` (TRL leaves such entries out) rather than blaming the completion.
+    the tactic and the goals changed, ``unchanged`` if Lean accepted it but the goals are the
+    ones it started from (``skip``, ``trace ...``), ``failed`` if Lean rejected it (or it timed
+    out), ``unparsable`` if the completion holds no tactic. A state Lean cannot recreate, or a
+    server failure, gives ``None`` (TRL leaves such entries out) rather than blaming the
+    completion.
     """
 
     def __init__(
@@ -45,6 +49,7 @@ class LeanCheckedReward:
         implicit_binders: bool = False,
         closed: float = 1.0,
         progress: float = 0.5,
+        unchanged: float = 0.0,
         failed: float = 0.0,
         unparsable: float = 0.0,
         state_column: str = "state",
@@ -58,6 +63,7 @@ class LeanCheckedReward:
         self.values = {
             "closed": closed,
             "progress": progress,
+            "unchanged": unchanged,
             "failed": failed,
             "unparsable": unparsable,
         }
@@ -128,6 +134,9 @@ class LeanCheckedReward:
         if isinstance(result, TacticFailed):
             self.stats.failed += 1
             return self.values["failed"]
+        if result.goals == start.goals:
+            self.stats.unchanged += 1
+            return self.values["unchanged"]
         self.stats.progressed += 1
         return self.values["progress"]
 

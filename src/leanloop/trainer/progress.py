@@ -1,23 +1,30 @@
 """``ProgressTrainer``: fine-tunes a regression head to predict how many proof steps remain after
-a tactic, keeping the checkpoint with the lowest validation MSE; and ``build_progress_dataset``,
-which writes its JSONL rows from the traced proofs in the database."""
+a tactic, keeping the checkpoint with the lowest validation MSE."""
 
 from __future__ import annotations
 
 import json
 import logging
 import math
-import random
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from leanloop.atomic import write_text_atomic
-from leanloop.data.records import TheoremStatus
-from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.progress import MAX_LENGTH_KEY, MEAN_KEY, STD_KEY, progress_text
+from leanloop.trainer.config import config_field, trainer_arguments
+from leanloop.trainer.progress_config import ProgressTrainerConfig
+from leanloop.trainer.progress_data import (
+    ProgressRow,
+    build_progress_dataset,
+    read_progress_rows,
+    split_rows,
+)
+
+if TYPE_CHECKING:
+    from leanloop.database.dynamic import DynamicDatabase, RepositoryLike
 
 log = logging.getLogger(__name__)
 
@@ -25,95 +32,12 @@ log = logging.getLogger(__name__)
 METRICS_FILE = "progress_metrics.json"
 
 
-def build_progress_dataset(database, output_path: str | Path, repositories=None) -> int:
-    """Write one JSONL row ``{goal, prefix, tactic, steps_remaining, theorem}`` per step of every
-    proven theorem with a traced proof (of ``repositories``, or of all); a proof of n steps gives
-    n - 1, ..., 1, 0. ``prefix`` is the tactics before the step, one a line. Returns the count."""
-    output_path = Path(output_path)
-    lines: list[str] = []
-    sources: Iterable = [None] if repositories is None else repositories
-    for repository in sources:
-        for theorem in database.iter_theorems(repository, status=TheoremStatus.PROVEN):
-            tactics = [t.tactic for t in theorem.traced_tactics]
-            if not tactics or any(t.is_sorry for t in theorem.traced_tactics):
-                continue
-            for index, step in enumerate(theorem.traced_tactics):
-                row = {
-                    "goal": step.state_before,
-                    "prefix": "\n".join(tactics[:index]),
-                    "tactic": step.tactic,
-                    "steps_remaining": len(tactics) - 1 - index,
-                    "theorem": str(theorem.key),
-                }
-                lines.append(json.dumps(row, ensure_ascii=False))
-    write_text_atomic(output_path, "".join(line + "\n" for line in lines))
-    return len(lines)
-
-
-def read_progress_rows(path: str | Path) -> list[dict[str, Any]]:
-    """The rows of a progress JSONL file, checked: ``goal`` and ``tactic`` strings, ``prefix``
-    a string or absent, ``steps_remaining`` a number ≥ 0."""
-    path = Path(path)
-    if not path.is_file():
-        raise LeanloopError(
-            f"progress data file {path} does not exist",
-            hint="write one with build_progress_dataset(database, path)",
-        )
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(path, f"not JSON: {exc.msg}", line=number) from None
-            if not isinstance(row, dict):
-                raise DataFormatError(path, "expected a JSON object", line=number)
-            for field in ("goal", "tactic"):
-                if not isinstance(row.get(field), str):
-                    raise DataFormatError(path, "missing or not a string", line=number, field=field)
-            if not isinstance(row.get("prefix", ""), str | None):
-                raise DataFormatError(path, "not a string", line=number, field="prefix")
-            steps = row.get("steps_remaining")
-            if isinstance(steps, bool) or not isinstance(steps, int | float) or steps < 0:
-                raise DataFormatError(
-                    path, "expected a number >= 0", line=number, field="steps_remaining"
-                )
-            rows.append(row)
-    if not rows:
-        raise LeanloopError(
-            f"progress data file {path} is empty",
-            hint="build it from a database holding traced proofs",
-        )
-    return rows
-
-
-def split_rows(
-    rows: Sequence[dict[str, Any]], eval_ratio: float, seed: int
-) -> tuple[list[dict], list[dict]]:
-    """Train and validation rows. Rows carrying a ``theorem`` are split by theorem, so that no
-    proof is on both sides; other rows are split one by one. Seeded."""
-    groups: dict[str, list[dict]] = {}
-    for number, row in enumerate(rows):
-        groups.setdefault(str(row.get("theorem", f"#row{number}")), []).append(row)
-    keys = sorted(groups)
-    random.Random(seed).shuffle(keys)
-    count = len(keys)
-    n_eval = min(count - 1, max(1, round(count * eval_ratio)))
-    if n_eval < 1:
-        raise LeanloopError(
-            f"cannot split {count} proof(s) into training and validation data",
-            hint="add more rows (at least two theorems) to the progress data",
-        )
-    evaluation = [row for key in keys[:n_eval] for row in groups[key]]
-    training = [row for key in keys[n_eval:] for row in groups[key]]
-    return training, evaluation
-
-
 class ProgressTrainer:
-    """Fine-tune ``model_name`` with a one-output regression head on the JSONL rows of
-    ``data_path`` ``{goal, prefix?, tactic, steps_remaining}``.
+    """Fine-tune ``model_name`` with a one-output regression head on the progress rows (see
+    :class:`~leanloop.trainer.progress_data.ProgressRow`) of the JSONL file ``data_path``.
+    The arguments are LeanDojo-v2's and the fields of
+    :class:`~leanloop.trainer.progress_config.ProgressTrainerConfig` (``from_config`` reads them
+    from a file).
 
     Targets are standardised (mean and standard deviation of the training rows, stored in the
     model config). After each epoch the validation MSE is measured in steps; the epoch with the
@@ -136,40 +60,56 @@ class ProgressTrainer:
         callbacks: Sequence = (),
         hardware: Hardware | None = None,
     ) -> None:
-        if not 0 < eval_ratio < 1:
-            raise LeanloopError(
-                f"eval_ratio must be between 0 and 1 (exclusive), got {eval_ratio}",
-                hint="e.g. eval_ratio=0.2 keeps a fifth of the proofs for validation",
-            )
-        for name, value in (("batch_size", batch_size), ("max_length", max_length)):
-            if not isinstance(value, int) or value < 1:
-                raise LeanloopError(f"{name} must be a positive integer, got {value!r}")
-        if not epochs > 0:
-            raise LeanloopError(f"epochs must be positive, got {epochs}")
-        if not learning_rate > 0:
-            raise LeanloopError(f"learning_rate must be positive, got {learning_rate}")
-        self.data_path = Path(data_path)
+        self.config = ProgressTrainerConfig.from_dict(
+            {
+                "data_path": data_path,
+                "model_name": str(model_name),
+                "output_dir": output_dir,
+                "max_length": max_length,
+                "batch_size": batch_size,
+                "epochs": epochs,
+                "learning_rate": learning_rate,
+                "eval_ratio": eval_ratio,
+                "seed": seed,
+            },
+            source=type(self).__name__,
+        )
         if not self.data_path.is_file():
             raise LeanloopError(
                 f"progress data file {self.data_path} does not exist",
                 hint="write one with build_progress_dataset(database, path) or "
                 "ProgressTrainer.from_database",
             )
-        self.model_name = str(model_name)
-        self.output_dir = Path(output_dir)
-        self.max_length = max_length
-        self.batch_size = batch_size
-        self.epochs = float(epochs)
-        self.learning_rate = learning_rate
-        self.eval_ratio = eval_ratio
-        self.seed = seed
         self.callbacks = list(callbacks)
         self.hardware = hardware
         self.metrics: dict[str, Any] = {}
 
+    data_path = config_field("data_path")
+    model_name = config_field("model_name")
+    output_dir = config_field("output_dir")
+    max_length = config_field("max_length")
+    batch_size = config_field("batch_size")
+    epochs = config_field("epochs")
+    learning_rate = config_field("learning_rate")
+    eval_ratio = config_field("eval_ratio")
+    seed = config_field("seed")
+
+    @classmethod
+    def from_config(
+        cls, source: str | Path | Mapping[str, Any] | ProgressTrainerConfig, **kwargs: Any
+    ) -> ProgressTrainer:
+        """A trainer from a YAML/JSON file, a mapping of fields or a configuration; ``kwargs``
+        naming fields override it, the others (``callbacks``, ``hardware``) go to the
+        constructor."""
+        return cls(**trainer_arguments(ProgressTrainerConfig, source, kwargs))
+
     @classmethod
     def from_database(
-        cls, database, data_path: str | Path, repositories=None, **kwargs: Any
+        cls,
+        database: DynamicDatabase,
+        data_path: str | Path,
+        repositories: Iterable[RepositoryLike] | None = None,
+        **kwargs: Any,
     ) -> ProgressTrainer:
         """Write the progress rows of ``database`` to ``data_path`` and train on them."""
         count = build_progress_dataset(database, data_path, repositories)
@@ -180,18 +120,24 @@ class ProgressTrainer:
             )
         return cls(data_path, **kwargs)
 
-    def _datasets(self, tokenizer, training: list[dict], evaluation: list[dict], max_length: int):
+    def _datasets(
+        self,
+        tokenizer,
+        training: list[ProgressRow],
+        evaluation: list[ProgressRow],
+        max_length: int,
+    ):
         from datasets import Dataset
 
-        steps = [float(r["steps_remaining"]) for r in training]
+        steps = [float(r.steps_remaining) for r in training]
         mean = sum(steps) / len(steps)
         std = math.sqrt(sum((s - mean) ** 2 for s in steps) / len(steps)) or 1.0
 
-        def build(rows: list[dict]):
+        def build(rows: list[ProgressRow]):
             data = Dataset.from_dict(
                 {
-                    "text": [progress_text(r["goal"], r.get("prefix"), r["tactic"]) for r in rows],
-                    "labels": [(float(r["steps_remaining"]) - mean) / std for r in rows],
+                    "text": [progress_text(r.goal, r.prefix, r.tactic) for r in rows],
+                    "labels": [(float(r.steps_remaining) - mean) / std for r in rows],
                 }
             )
             return data.map(
@@ -241,19 +187,18 @@ class ProgressTrainer:
             set_seed,
         )
 
-        from leanloop.retrieval.encoder import load_pretrained
+        from leanloop.ml.pretrained import load_pretrained
         from leanloop.trainer.plots import plot_curves
 
         rows = read_progress_rows(self.data_path)
         training, evaluation = split_rows(rows, self.eval_ratio, self.seed)
-        tokenizer = load_pretrained(AutoTokenizer, self.model_name, what="tokenizer")
+        tokenizer = load_pretrained(AutoTokenizer, self.model_name)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
         set_seed(self.seed)  # the regression head's initial weights are random
         model = load_pretrained(
             AutoModelForSequenceClassification,
             self.model_name,
-            what="model",
             num_labels=1,
             problem_type="regression",
         )

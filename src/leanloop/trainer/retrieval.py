@@ -1,237 +1,48 @@
 """``RetrievalTrainer``: trains the premise retriever repository by repository with elastic weight
-consolidation, configured by a ``TrainingConfig``, and evaluates it (R@1, R@10, MRR)."""
+consolidation, as its ``TrainingConfig`` says, and reports each repository's training."""
 
 from __future__ import annotations
 
 import csv
-import dataclasses
-import difflib
 import json
 import logging
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, field_validator
-from pydantic.dataclasses import dataclass
+from pydantic import BaseModel, Field
 
-from leanloop.configfile import read_config_file
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.models import latest_checkpoint
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
+from leanloop.trainer.config import config_field
+from leanloop.trainer.retrieval_config import TrainingConfig
+
+if TYPE_CHECKING:
+    from leanloop.database.dynamic import DynamicDatabase
 
 log = logging.getLogger(__name__)
 
-#: Metrics the retriever logs, usable as early-stopping and checkpoint monitors.
-MONITORS = ("Recall@1_val", "Recall@10_val", "MRR_val", "loss_train")
-_SOURCE = "training config"
-_PRECISIONS = ("32-true", "32", "16-mixed", "16-true", "bf16-mixed", "bf16-true", "64-true", "64")
 
+class RetrievalStepReport(BaseModel):
+    """What training on one repository produced (also written to its ``metrics.json``)."""
 
-@dataclass(config=ConfigDict(extra="forbid", validate_assignment=True))
-class TrainingConfig:
-    """Everything ``RetrievalTrainer`` needs, as a dataclass (``dataclasses.asdict`` and
-    ``dataclasses.replace`` work); the field names are LeanDojo-v2's. Values are checked when
-    the config is made or changed.
-
-    Defaults train the packaged MiniLM encoder on a CPU; ``precision`` left unset means fp32 on
-    a CPU and bf16 on a GPU that supports it.
-    """
-
-    # curriculum
-    run_progressive_training: bool = Field(
-        True, description="Continual learning with EWC; False trains without the EWC penalty."
+    repository: str = Field(description="The repository trained on.")
+    url: str = Field(description="Its URL.")
+    commit: str = Field(description="Its commit.")
+    started_from: str = Field(description="The checkpoint or model training started from.")
+    train_steps: int = Field(description="Tactic steps trained on (merged export).")
+    naming_examples: int = Field(description="Naming examples trained on.")
+    val_steps: int = Field(description="Tactic steps validated on.")
+    corpus_premises: int = Field(description="Premises in the corpus.")
+    best_checkpoint_score: float | None = Field(
+        description="The monitored metric of the weights kept (None: the last weights)."
     )
-    single_repo: bool = Field(True, description="Accepted for LeanDojo-v2 configs; no effect.")
-    num_repos: int = Field(1, ge=1, description="Accepted for LeanDojo-v2 configs; no effect.")
-    max_epochs: int = Field(1, ge=1, description="Epochs per repository.")
-    max_steps: int = Field(-1, ge=-1, description="Optimizer steps per repository (-1: no cap).")
-    max_time: str | None = Field(
-        None, description='Training time per repository, "DD:HH:MM:SS" (None: no limit).'
-    )
-    val_check_interval: float | int = Field(
-        1.0, gt=0, description="Validate every this share of an epoch (float) or batches (int)."
-    )
-
-    # model
-    model_name: str = "sentence-transformers/all-MiniLM-L6-v2"
-    lr: float = Field(2e-5, gt=0)
-    warmup_steps: int = Field(10, ge=0)
-    max_seq_len: int = Field(256, ge=8)
-    num_retrieved: int = Field(100, ge=10, description="Premises ranked per query (R@10 needs 10).")
-    temperature: float = Field(0.05, gt=0, description="Softmax temperature of the loss.")
-    weight_decay: float = Field(0.01, ge=0)
-
-    # training
-    batch_size: int = Field(8, ge=1)
-    eval_batch_size: int = Field(32, ge=1)
-    accumulate_grad_batches: int = Field(1, ge=1)
-    num_gpus: int = Field(1, ge=0, description="GPUs to use when CUDA is present.")
-    num_workers: int = Field(0, ge=0)
-    precision: str | None = Field(None, description="Lightning precision; None: by hardware.")
-    gradient_clip_val: float = Field(1.0, ge=0)
-
-    # data
-    num_negatives: int = Field(3, ge=0, description="Random accessible negatives per example.")
-    num_in_file_negatives: int = Field(1, ge=0, description="Negatives from the positive's file.")
-    num_hard_negatives: int = Field(
-        0,
-        ge=0,
-        description="Negatives per example mined with the model being trained: the accessible "
-        "premises it ranks highest that the tactic did not use, mined again after each epoch.",
-    )
-    naming_examples: bool = Field(
-        False,
-        description="Also train on each training theorem's first proof state paired with the "
-        "theorem's own name (Mathlib names lemmas after what they state).",
-    )
-    data_max_seq_len: int | None = Field(
-        None, ge=8, description="Token limit of training texts (None: max_seq_len)."
-    )
-    tokenizer_model_name: str | None = Field(
-        None, description="Accepted for LeanDojo-v2 configs; the encoder's tokenizer is used."
-    )
-    split_scheme: Literal["random", "novel_premises"] = "random"
-
-    # EWC
-    lambda_value: float = Field(0.1, ge=0, description="EWC weight λ; 0 disables EWC.")
-    fisher_max_samples: int = Field(256, ge=1, description="Examples used for the Fisher.")
-
-    timeout_seconds: int = Field(7 * 24 * 3600, ge=1, description="DDP timeout (multi-GPU).")
-
-    # callbacks
-    early_stopping_patience: int = Field(5, ge=1)
-    early_stopping_monitor: str = "Recall@10_val"
-    early_stopping_mode: Literal["min", "max"] = "max"
-    checkpoint_save_top_k: int = Field(1, ge=-1)
-    checkpoint_every_n_epochs: int = Field(1, ge=1)
-    checkpoint_monitor: str = "Recall@10_val"
-    checkpoint_mode: Literal["min", "max"] = "max"
-
-    # logging
-    log_every_n_steps: int = Field(1, ge=1)
-    num_sanity_val_steps: int = Field(0, ge=0)
-    enable_progress_bar: bool = True
-
-    seed: int = 3407
-    output_dir: Path = Path("outputs/retriever")
-
-    @field_validator("precision")
-    @classmethod
-    def _check_precision(cls, value: str | None) -> str | None:
-        if value is not None and str(value) not in _PRECISIONS:
-            raise ValueError(f"must be one of {', '.join(_PRECISIONS)}")
-        return value
-
-    @field_validator("max_time")
-    @classmethod
-    def _check_time(cls, value: str | None) -> str | None:
-        if value is not None:
-            parts = value.split(":")
-            if len(parts) != 4 or not all(p.isdigit() for p in parts):
-                raise ValueError('expected "DD:HH:MM:SS", e.g. "00:00:05:00" for five minutes')
-        return value
-
-    @field_validator("early_stopping_monitor", "checkpoint_monitor")
-    @classmethod
-    def _check_monitor(cls, value: str) -> str:
-        if value not in MONITORS:
-            raise ValueError(f"must be one of {', '.join(MONITORS)}")
-        return value
-
-    # -- files -----------------------------------------------------------------------------------
-
-    @classmethod
-    def from_dict(cls, data: Any, source: str = "training config") -> TrainingConfig:
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise LeanloopError(f"{source}: expected a mapping of field names to values")
-        if "training" in data and isinstance(data["training"], dict):
-            data = data["training"]  # LeanDojo-v2 writes {training: ..., prover: ...}
-        try:
-            return cls(**data)
-        except LeanloopError as exc:  # say which file, not just which field
-            message = exc.message.replace(_SOURCE, source, 1)
-            raise LeanloopError(message, hint=exc.hint) from None
-
-    @classmethod
-    def from_yaml(cls, file_path: str | Path) -> TrainingConfig:
-        return cls.from_dict(read_config_file(file_path), str(file_path))
-
-    @classmethod
-    def from_json(cls, file_path: str | Path) -> TrainingConfig:
-        return cls.from_dict(read_config_file(file_path), str(file_path))
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as plain JSON/YAML values (paths as strings)."""
-        return TypeAdapter(TrainingConfig).dump_python(self, mode="json")
-
-    def to_yaml(self, file_path: str | Path) -> Path:
-        import yaml
-
-        path = Path(file_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(self.to_dict(), sort_keys=False))
-        return path
-
-    def to_json(self, file_path: str | Path) -> Path:
-        path = Path(file_path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n")
-        return path
-
-    # -- derived settings ------------------------------------------------------------------------
-
-    def get_lambda_value(self) -> float:
-        """λ in effect: ``lambda_value`` with progressive training, otherwise 0."""
-        return self.lambda_value if self.run_progressive_training else 0.0
-
-    def get_model_config(self) -> dict[str, Any]:
-        """Hyper-parameters of ``PremiseRetriever`` (all but the model name)."""
-        return {
-            "lr": self.lr,
-            "warmup_steps": self.warmup_steps,
-            "max_seq_len": self.max_seq_len,
-            "num_retrieved": self.num_retrieved,
-            "temperature": self.temperature,
-            "lambda_value": self.get_lambda_value(),
-            "weight_decay": self.weight_decay,
-        }
-
-
-def _config_error(exc: ValidationError, source: str) -> LeanloopError:
-    error = exc.errors()[0]
-    field = ".".join(str(p) for p in error.get("loc", ())) or "?"
-    if error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
-        names = [f.name for f in dataclasses.fields(TrainingConfig)]
-        close = difflib.get_close_matches(field, names, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else "see TrainingConfig for the fields"
-        return LeanloopError(f"{source}: unknown field '{field}'", hint=hint)
-    message = error.get("msg", "invalid value").removeprefix("Value error, ")
-    return LeanloopError(
-        f"{source}: field '{field}': {message} (got {error.get('input')!r})",
-        hint="fix the value or leave the field out to use its default",
-    )
-
-
-def _explained(validated_init):
-    """``TrainingConfig.__init__`` reporting a bad field as a ``LeanloopError`` naming it."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            validated_init(self, *args, **kwargs)
-        except ValidationError as exc:
-            raise _config_error(exc, _SOURCE) from None
-
-    __init__.__doc__ = validated_init.__doc__
-    return __init__
-
-
-TrainingConfig.__init__ = _explained(TrainingConfig.__init__)  # type: ignore[method-assign]
+    fisher_samples: int = Field(description="Examples the EWC Fisher was computed on.")
+    ewc_repositories: int = Field(description="Repositories the EWC state consolidates.")
 
 
 class RetrievalTrainer(CurriculumTrainer):
@@ -255,18 +66,19 @@ class RetrievalTrainer(CurriculumTrainer):
     ) -> None:
         self.config = config or TrainingConfig()
         self.hardware = hardware
-        self.output_dir = Path(self.config.output_dir)
         self.callbacks = list(callbacks)
         self.data_path: Path | None = None
-        self.reports: list[dict[str, Any]] = []
+        self.reports: list[RetrievalStepReport] = []
         self._start: str | None = None
+
+    output_dir = config_field("output_dir")  # type: ignore[assignment]
 
     # -- training --------------------------------------------------------------------------------
 
     def train(
         self,
         repos: Sequence[Repository],
-        database,
+        database: DynamicDatabase,
         data_path: str | Path,
         model_checkpoint_path: str | Path | None = None,
     ) -> list[Path]:
@@ -311,7 +123,10 @@ class RetrievalTrainer(CurriculumTrainer):
             "precision": config.precision or hardware.lightning_precision,
         }
 
-    def _lightning_trainer(self, work_dir: Path, has_val: bool):
+    def lightning_trainer(self, work_dir: Path, has_val: bool):
+        """The Lightning trainer of one repository: device and precision by hardware (see
+        ``device_arguments``), checkpoint and early-stopping callbacks on the configured monitors
+        (validation monitors only when there is validation data), CSV logs in ``work_dir``."""
         import lightning.pytorch as pl
         from lightning.pytorch.callbacks import EarlyStopping, LearningRateMonitor, ModelCheckpoint
         from lightning.pytorch.loggers import CSVLogger
@@ -329,6 +144,10 @@ class RetrievalTrainer(CurriculumTrainer):
                     save_top_k=config.checkpoint_save_top_k,
                     every_n_epochs=config.checkpoint_every_n_epochs,
                     save_weights_only=True,
+                    # a validation metric exists only after a validation: save there, never at
+                    # the end of a training epoch that max_steps or max_time cut short before it
+                    # (no checkpoint then: the last weights are kept)
+                    save_on_train_epoch_end=False if monitors_val else None,
                 )
             )
         else:
@@ -413,7 +232,7 @@ class RetrievalTrainer(CurriculumTrainer):
             )
         work_dir = step.checkpoint_dir.with_name(f".{step.checkpoint_dir.name}.work")
         shutil.rmtree(work_dir, ignore_errors=True)
-        trainer = self._lightning_trainer(work_dir, has_val=bool(data.val_steps))
+        trainer = self.lightning_trainer(work_dir, has_val=bool(data.val_steps))
         model.train()  # pretrained encoders load in eval mode (dropout off)
         trainer.fit(model, datamodule=data)
 
@@ -421,21 +240,22 @@ class RetrievalTrainer(CurriculumTrainer):
         if best is not None:
             state = torch.load(best, map_location="cpu", weights_only=False)["state_dict"]
             model.load_state_dict(state)
-        report: dict[str, Any] = {
-            "repository": str(step.repository),
-            "url": step.repository.url,
-            "commit": step.repository.commit,
-            "started_from": self._start,
-            "train_steps": len(data.train_steps),
-            "naming_examples": len(data.naming),
-            "val_steps": len(data.val_steps),
-            "corpus_premises": len(data.corpus),
-            "best_checkpoint_score": _score_of(trainer),
-            "fisher_samples": 0,
-        }
+        fisher_samples = 0
         if config.get_lambda_value() > 0:
-            report["fisher_samples"] = self._consolidate(model, data, step.repository)
-        report["ewc_repositories"] = model.ewc.repositories
+            fisher_samples = self._consolidate(model, data, step.repository)
+        report = RetrievalStepReport(
+            repository=str(step.repository),
+            url=step.repository.url,
+            commit=step.repository.commit,
+            started_from=str(self._start),
+            train_steps=len(data.train_steps),
+            naming_examples=len(data.naming),
+            val_steps=len(data.val_steps),
+            corpus_premises=len(data.corpus),
+            best_checkpoint_score=_score_of(trainer),
+            fisher_samples=fisher_samples,
+            ewc_repositories=model.ewc.repositories,
+        )
 
         with replace_directory(
             step.checkpoint_dir, may_replace=lambda p: (p / CHECKPOINT_FILE).is_file()
@@ -447,7 +267,7 @@ class RetrievalTrainer(CurriculumTrainer):
             from leanloop.trainer.plots import plot_curves
 
             plot_curves(history, staging / "training_curves.png", title=str(step.repository))
-            (staging / "metrics.json").write_text(json.dumps(report, indent=2) + "\n")
+            (staging / "metrics.json").write_text(report.model_dump_json(indent=2) + "\n")
         shutil.rmtree(work_dir, ignore_errors=True)
         self.reports.append(report)
         self._start = str(step.checkpoint_dir)
@@ -490,9 +310,8 @@ class RetrievalTrainer(CurriculumTrainer):
         """R@1, R@10 and MRR (fractions) of the newest checkpoint (or ``checkpoint``) on
         ``split`` of ``dataset_path`` (default: the data of the last ``train``); also written to
         ``evaluation-<scheme>-<split>.json`` in the checkpoint directory."""
-        from leanloop.retrieval.corpus import Corpus
-        from leanloop.retrieval.examples import load_all_splits, retrieval_steps, split_file
-        from leanloop.retrieval.index import PremiseIndex, evaluate_index
+        from leanloop.retrieval.examples import split_file
+        from leanloop.trainer.retrieval_evaluation import evaluate_retriever
 
         dataset = dataset_path if dataset_path is not None else self.data_path
         if dataset is None:
@@ -508,18 +327,16 @@ class RetrievalTrainer(CurriculumTrainer):
                 f"no trained retriever in {checkpoint or self.output_dir}",
                 hint="run train() first, or pass checkpoint=<a checkpoint directory>",
             )
-        theorems = load_all_splits(dataset, scheme)
-        corpus = Corpus.from_dataset(dataset, [t for part in theorems.values() for t in part])
-        steps = retrieval_steps(theorems[split], corpus)
-        if not steps:
-            raise LeanloopError(
-                f"{dataset}/{scheme}/{split}.json has no tactic step using a corpus premise",
-                hint="evaluate on another split or a larger export",
-            )
         model = self.load_model(chosen).to(self._hardware().device)
         model.freeze()
-        index = PremiseIndex.build(model, corpus, batch_size=self.config.eval_batch_size)
-        metrics = evaluate_index(index, steps, k=self.config.num_retrieved)
+        metrics = evaluate_retriever(
+            model,
+            dataset,
+            scheme=scheme,
+            split=split,
+            k=self.config.num_retrieved,
+            batch_size=self.config.eval_batch_size,
+        )
         result = metrics.as_dict()
         log.info("%s on %s/%s: %s", chosen.name, scheme, split, metrics)
         if chosen.is_dir():

@@ -3,7 +3,8 @@ and a weighted combinator, all called the way TRL calls them: ``f(completions, *
 
 A completion is either a string or, for chat prompts, a list of messages whose last one is the
 reply; :func:`completion_text` reads both. Dataset columns arrive as keyword arguments, one value
-per completion: ``state`` (the proof state before the step) and ``tactic`` (the recorded tactic).
+per completion: ``state`` (the proof state before the step), ``tactic`` (the recorded tactic) and
+``full_name`` (the theorem), the columns of ``PromptExample``.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from leanloop.data.prompt import PromptFormat, collapse_whitespace
-from leanloop.data.records import is_sorry_tactic
+from leanloop.data.prompt import PromptFormat, collapse_whitespace, tactic_text
 from leanloop.errors import LeanloopError
 
 RewardFunc = Callable[..., Any]
@@ -34,13 +34,10 @@ def completion_text(completion: Any) -> str:
     )
 
 
-def is_recorded_tactic(proposed: str, tactic: str, full_tactic: str | None = None) -> bool:
-    """Whether ``proposed`` is the recorded tactic, whitespace collapsed: the line taught
-    (``tactic``) or the whole recorded tactic (``full_tactic``, for multi-line ones)."""
-    written = collapse_whitespace(proposed)
-    return written == collapse_whitespace(tactic) or (
-        full_tactic is not None and written == collapse_whitespace(full_tactic)
-    )
+def is_recorded_tactic(proposed: str, tactic: str) -> bool:
+    """Whether ``proposed`` is the whole recorded ``tactic``, whitespace collapsed (a multi-line
+    tactic's first line alone is not)."""
+    return collapse_whitespace(proposed) == collapse_whitespace(tactic)
 
 
 def reply_tactic(completion: Any, prompt_format: PromptFormat = _FORMAT) -> str | None:
@@ -49,18 +46,13 @@ def reply_tactic(completion: Any, prompt_format: PromptFormat = _FORMAT) -> str 
 
 
 def format_reward(completions: Sequence[Any], **kwargs: Any) -> list[float]:
-    """1.0 for a reply that is one non-empty line, without ``sorry``/``admit``, that
-    ``PromptFormat.parse`` reads as a tactic; 0.0 otherwise."""
+    """1.0 for a reply that is a tactic and nothing else, as taught (one line or several, no code
+    fence, label or text around it, no ``sorry``/``admit``); 0.0 otherwise."""
     rewards = []
     for completion in completions:
-        text = completion_text(completion).strip()
-        ok = (
-            bool(text)
-            and "\n" not in text
-            and not is_sorry_tactic(text)
-            and _FORMAT.parse(text) is not None
-        )
-        rewards.append(1.0 if ok else 0.0)
+        text = completion_text(completion)
+        tactic = _FORMAT.parse(text)
+        rewards.append(1.0 if tactic is not None and tactic == tactic_text(text) else 0.0)
     return rewards
 
 
@@ -89,13 +81,9 @@ length_penalty = LengthPenalty()
 
 
 def exact_match_reward(
-    completions: Sequence[Any],
-    tactic: Sequence[str] | None = None,
-    full_tactic: Sequence[str] | None = None,
-    **kwargs: Any,
+    completions: Sequence[Any], tactic: Sequence[str] | None = None, **kwargs: Any
 ) -> list[float]:
-    """1.0 when the reply's tactic equals the ``tactic`` taught or, where the dataset has the
-    column, the whole recorded ``full_tactic`` (whitespace collapsed)."""
+    """1.0 when the reply's tactic is the whole recorded ``tactic`` (whitespace collapsed)."""
     if tactic is None:
         raise LeanloopError(
             "exact_match_reward needs the 'tactic' column",
@@ -105,15 +93,10 @@ def exact_match_reward(
         raise LeanloopError(
             f"exact_match_reward: {len(completions)} completions but {len(tactic)} tactics"
         )
-    if full_tactic is not None and len(full_tactic) != len(tactic):
-        raise LeanloopError(
-            f"exact_match_reward: {len(tactic)} tactics but {len(full_tactic)} full tactics"
-        )
     rewards = []
-    for i, completion in enumerate(completions):
+    for completion, recorded in zip(completions, tactic, strict=True):
         proposed = reply_tactic(completion)
-        whole = full_tactic[i] if full_tactic is not None else None
-        match = proposed is not None and is_recorded_tactic(proposed, tactic[i], whole)
+        match = proposed is not None and is_recorded_tactic(proposed, recorded)
         rewards.append(1.0 if match else 0.0)
     return rewards
 

@@ -6,41 +6,35 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import Field
-
+from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
-from leanloop.trainer.hf_common import HFCurriculumTrainer, HFTrainerOptions
-
-
-class SFTOptions(HFTrainerOptions):
-    """SFT options: the shared ones, and the longest tokenized example kept (longer ones are cut
-    at the end; an example whose completion is cut away entirely is dropped)."""
-
-    max_length: int | None = Field(1024, ge=8)
+from leanloop.trainer.hf_common import HFCurriculumTrainer
+from leanloop.trainer.sft_config import SFTTrainerConfig
 
 
 class SFTTrainer(HFCurriculumTrainer):
     """Fine-tune a causal LM to reply to a proof state with the recorded tactic.
 
     ``SFTTrainer(model_name, output_dir="outputs", epochs_per_repo=1, batch_size=1, lr=2e-5,
-    lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the fields of
-    :class:`SFTOptions`. ``train(repos, database, data_path)`` trains on each repository's
-    merged export in turn and saves one checkpoint per repository under ``output_dir``.
+    lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the other fields of
+    :class:`~leanloop.trainer.sft_config.SFTTrainerConfig`. ``train(repos, database,
+    data_path)`` trains on each repository's merged export in turn and saves one checkpoint per
+    repository under ``output_dir``.
     """
 
-    options_class: ClassVar[type[HFTrainerOptions]] = SFTOptions
+    config_class: ClassVar[type[SFTTrainerConfig]] = SFTTrainerConfig
     kind: ClassVar[str] = "sft"
-    options: SFTOptions
+    config: SFTTrainerConfig
 
-    def example_row(self, example: dict[str, Any]) -> dict[str, Any]:
-        return {"prompt": example["prompt"], "completion": example["completion"]}
+    def example_row(self, example: PromptExample) -> dict[str, Any]:
+        return {"prompt": example.prompt, "completion": example.completion}
 
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
         args = super().trl_arguments(work_dir)
-        overrides = dict(self.options.trl_args)
+        overrides = dict(self.config.trl_args)
         args.update(
             {
-                "max_length": self.options.max_length,
+                "max_length": self.config.max_length,
                 "completion_only_loss": True,
                 "assistant_only_loss": False,
                 "packing": False,
@@ -63,7 +57,7 @@ class SFTTrainer(HFCurriculumTrainer):
         if len(trainer.train_dataset) == 0:
             raise LeanloopError(
                 f"no training examples left after cutting them to max_length="
-                f"{self.options.max_length} tokens: every prompt fills it",
+                f"{self.config.max_length} tokens: every prompt fills it",
                 hint="raise max_length",
             )
         return trainer

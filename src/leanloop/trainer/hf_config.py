@@ -1,0 +1,78 @@
+"""``HFTrainerConfig``: what the tactic-generator trainers (SFT and GRPO) share in their
+configuration: the model, LeanDojo-v2's arguments, the optimizer, precision and checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from leanloop.data.prompt import PromptFormat
+from leanloop.trainer.config import TrainerConfig
+
+
+@dataclass
+class HFTrainerConfig(TrainerConfig):
+    """The configuration of a tactic-generator trainer. The first six fields are LeanDojo-v2's
+    constructor arguments (in code a ``peft.LoraConfig`` goes to ``lora_config``; a file gives
+    its keyword arguments as ``lora``)."""
+
+    model_name: str = Field(
+        description="The model to train: a hub name, a checkpoint or LoRA adapter directory, a "
+        "trainer's output directory, or a packaged model (smollm2-135m-instruct, tinycoder)."
+    )
+    output_dir: Path = Field(
+        Path("outputs"),
+        description="Where each repository's checkpoint goes; the newest is mirrored on top.",
+    )
+    epochs_per_repo: float = Field(
+        1, gt=0, description="Epochs over each repository's merged export (see max_steps)."
+    )
+    batch_size: int = Field(
+        1, ge=1, description="Examples per device and step (for GRPO: completions)."
+    )
+    lr: float = Field(2e-5, gt=0, description="Peak learning rate.")
+    lora: dict[str, Any] | None = Field(
+        None,
+        description="peft.LoraConfig keyword arguments: train a LoRA adapter instead of the "
+        "whole model (None: the whole model).",
+    )
+    gradient_accumulation_steps: int = Field(1, ge=1, description="Batches per optimizer step.")
+    max_steps: int | None = Field(
+        None, ge=1, description="Optimizer steps per repository; overrides epochs_per_repo."
+    )
+    warmup_steps: float = Field(
+        0.0, ge=0, description="Warm-up steps, or a share of all steps when below 1."
+    )
+    lr_scheduler_type: str = Field(
+        "linear", description="The transformers learning-rate schedule (linear, cosine, ...)."
+    )
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(1.0, gt=0, description="Gradient norm clip.")
+    logging_steps: int = Field(10, ge=1, description="Steps between logged metrics.")
+    seed: int = Field(3407, description="Seed of data order, sampling and LoRA initialisation.")
+    gradient_checkpointing: bool | None = Field(
+        None,
+        description="Recompute activations to save memory (None: on with CUDA, off on a CPU).",
+    )
+    bf16: bool | None = Field(
+        None, description="bf16 mixed precision (None: where the GPU has it, never on a CPU)."
+    )
+    evaluate: bool = Field(
+        True, description="Evaluate on the export's validation split after each repository."
+    )
+    eval_max_examples: int | None = Field(
+        1000, ge=1, description="Validation examples used at most (None: all)."
+    )
+    prompt_format: PromptFormat = Field(
+        default_factory=PromptFormat,
+        description="How states become prompts and replies become tactics; saved with each "
+        "checkpoint, whose generators use it.",
+    )
+    plot_curves: bool = Field(True, description="Write training_curves.png into checkpoints.")
+    progress_bars: bool = Field(True, description="Show progress bars while training.")
+    trl_args: dict[str, Any] = Field(
+        default_factory=dict, description="Passed to TRL's config unchanged, over the rest."
+    )

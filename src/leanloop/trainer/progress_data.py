@@ -1,0 +1,124 @@
+"""The progress regressor's data: a ``ProgressRow`` per step of every traced proof in the
+database (goal, proof so far, tactic, steps remaining), written and read as JSON lines, and split
+into training and validation rows by theorem."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from leanloop.atomic import write_text_atomic
+from leanloop.data.jsonstream import iter_jsonl
+from leanloop.data.records import TheoremStatus
+from leanloop.errors import DataFormatError, LeanloopError
+
+if TYPE_CHECKING:
+    from leanloop.database.dynamic import DynamicDatabase, RepositoryLike
+
+
+class ProgressRow(BaseModel):
+    """One step of a proof: the goal before it, the tactics before it (one a line), the tactic,
+    and how many steps the proof has after it."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
+
+    goal: str = Field(description="The proof state before the tactic.")
+    prefix: str | None = Field(None, description="The proof's tactics before this one.")
+    tactic: str = Field(description="The tactic of this step.")
+    steps_remaining: int | float = Field(
+        description="Steps the proof has after this one (0 for the step that closes it)."
+    )
+    theorem: str | None = Field(
+        None, description="The theorem's key; rows of one theorem stay on one side of a split."
+    )
+
+    @field_validator("steps_remaining", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError("expected a number >= 0")
+        return value
+
+
+def build_progress_dataset(
+    database: DynamicDatabase,
+    output_path: str | Path,
+    repositories: Iterable[RepositoryLike] | None = None,
+) -> int:
+    """Write a ``ProgressRow`` as one JSON line per step of every proven theorem with a traced
+    proof (of ``repositories``, or of all); a proof of n steps gives n - 1, ..., 1, 0 steps
+    remaining. Returns the count."""
+    output_path = Path(output_path)
+    lines: list[str] = []
+    sources: Iterable = [None] if repositories is None else repositories
+    for repository in sources:
+        for theorem in database.iter_theorems(repository, status=TheoremStatus.PROVEN):
+            tactics = [t.tactic for t in theorem.traced_tactics]
+            if not tactics or any(t.is_sorry for t in theorem.traced_tactics):
+                continue
+            for index, step in enumerate(theorem.traced_tactics):
+                row = ProgressRow(
+                    goal=step.state_before,
+                    prefix="\n".join(tactics[:index]),
+                    tactic=step.tactic,
+                    steps_remaining=len(tactics) - 1 - index,
+                    theorem=str(theorem.key),
+                )
+                lines.append(row.model_dump_json())
+    write_text_atomic(output_path, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def read_progress_rows(path: str | Path) -> list[ProgressRow]:
+    """The rows of a progress JSONL file; a bad row is an error naming its line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise LeanloopError(
+            f"progress data file {path} does not exist",
+            hint="write one with build_progress_dataset(database, path)",
+        )
+    rows: list[ProgressRow] = []
+    for item in iter_jsonl(path):
+        try:
+            rows.append(ProgressRow.model_validate(item.value))
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            field = str(error["loc"][0]) if error["loc"] else None
+            problem = "missing" if error["type"] == "missing" else error["msg"]
+            if field is None:
+                problem = "expected a JSON object"
+            raise DataFormatError(
+                path, problem.removeprefix("Value error, "), line=item.line, field=field
+            ) from None
+    if not rows:
+        raise LeanloopError(
+            f"progress data file {path} is empty",
+            hint="build it from a database holding traced proofs",
+        )
+    return rows
+
+
+def split_rows(
+    rows: Sequence[ProgressRow], eval_ratio: float, seed: int
+) -> tuple[list[ProgressRow], list[ProgressRow]]:
+    """Train and validation rows. Rows carrying a ``theorem`` are split by theorem, so that no
+    proof is on both sides; other rows are split one by one. Seeded."""
+    groups: dict[str, list[ProgressRow]] = {}
+    for number, row in enumerate(rows):
+        groups.setdefault(row.theorem or f"#row{number}", []).append(row)
+    keys = sorted(groups)
+    random.Random(seed).shuffle(keys)
+    count = len(keys)
+    n_eval = min(count - 1, max(1, round(count * eval_ratio)))
+    if n_eval < 1:
+        raise LeanloopError(
+            f"cannot split {count} proof(s) into training and validation data",
+            hint="add more rows (at least two theorems) to the progress data",
+        )
+    evaluation = [row for key in keys[:n_eval] for row in groups[key]]
+    training = [row for key in keys[n_eval:] for row in groups[key]]
+    return training, evaluation

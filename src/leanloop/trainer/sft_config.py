@@ -1,0 +1,20 @@
+"""``SFTTrainerConfig``: the configuration of supervised fine-tuning of a tactic generator."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from leanloop.trainer.hf_config import HFTrainerConfig
+
+
+@dataclass
+class SFTTrainerConfig(HFTrainerConfig):
+    """The shared tactic-trainer fields, and how long an example may be."""
+
+    max_length: int | None = Field(
+        1024,
+        ge=8,
+        description="Tokens kept of each example (longer ones lose their end; one whose "
+        "completion is cut away entirely is dropped); None: no limit.",
+    )
