@@ -129,7 +129,9 @@ def find_server(
         return path if path.is_file() else None
     names = ("repl",) if kind == "repl" else ("pantograph-repl", "repl")
     if project is not None:
-        packages = ("repl",) if kind == "repl" else ("pantograph", "Pantograph", "PyPantograph")
+        packages = (
+            ("repl", "REPL") if kind == "repl" else ("pantograph", "Pantograph", "PyPantograph")
+        )
         for package in packages:
             for name in names:
                 candidate = (

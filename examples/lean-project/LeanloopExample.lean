@@ -1,0 +1,3 @@
+import LeanloopExample.Nat
+import LeanloopExample.List
+import LeanloopExample.Logic
