@@ -53,7 +53,6 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
 import shutil
 import sys
 import tempfile
@@ -66,31 +65,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 SPLITS = {"val": 0.1, "test": 0.3, "seed": 1}
-_WORD = re.compile(r"[^\W_]+")
 
 
 def fixtures() -> Path:
     return Path(os.environ.get("LEANLOOP_FIXTURES") or REPO.parent / "shared" / "fixtures")
-
-
-def bm25_words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def bm25_rankings(corpus, steps, k: int, query=lambda text: text) -> list[list[str]]:
-    """BM25 over the same premise documents the dense retrievers read, for the same accessible
-    premises; ``query`` rewrites a proof state before it is split into words."""
-    import numpy as np
-    from rank_bm25 import BM25Okapi
-
-    bm25 = BM25Okapi([bm25_words(text) for text in corpus.texts()])
-    ranked = []
-    for step in steps:
-        scores = bm25.get_scores(bm25_words(query(step.context)))
-        scores = np.where(corpus.accessible_mask(step.file_path, step.position), scores, -np.inf)
-        order = np.argsort(-scores, kind="stable")[:k]
-        ranked.append([corpus[int(i)].full_name for i in order if np.isfinite(scores[i])])
-    return ranked
 
 
 def row(name: str, val, test, seconds: float | None = None) -> str:
@@ -133,6 +111,7 @@ def main() -> int:
     from leanloop.database import DynamicDatabase, SplitConfig
     from leanloop.ml.device import limit_threads
     from leanloop.ml.models import latest_checkpoint, resolve_model
+    from leanloop.retrieval.bm25 import bm25_rankings
     from leanloop.retrieval.corpus import Corpus
     from leanloop.retrieval.encoder import spell_symbols
     from leanloop.retrieval.examples import load_all_splits, retrieval_steps
