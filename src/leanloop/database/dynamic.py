@@ -21,6 +21,7 @@ from leanloop.database import attempts, queries
 from leanloop.database import engine as engines
 from leanloop.database.access import DatabaseAccess
 from leanloop.database.assign import forget_split_settings
+from leanloop.database.bulk import without_cycle_collection
 from leanloop.database.export import ExportReport, export_merged
 from leanloop.database.ingest import IngestCounts
 from leanloop.database.loader import TraceReport, add_records, import_dataset
@@ -92,7 +93,7 @@ class DynamicDatabase:
         Adding what is already there changes nothing. Theorems of another commit of the same
         repository that were open sorries and are proved in this commit become ``sorry_proved``.
         """
-        with self.transaction() as conn:
+        with without_cycle_collection(), self.transaction() as conn:
             return add_records(
                 conn,
                 repository,
@@ -117,7 +118,7 @@ class DynamicDatabase:
         (unless a theorem already has one); otherwise splits are assigned at export time.
         """
         dataset = LeanDojoDataset(path)
-        with self.transaction() as conn:
+        with without_cycle_collection(), self.transaction() as conn:
             return import_dataset(
                 conn, dataset, keep_splits=keep_splits, progress=progress, batch_size=batch_size
             )
@@ -310,7 +311,7 @@ class DynamicDatabase:
         for) empty are refused before anything is stored.
         """
         config = split_config
-        with self.transaction() as conn:
+        with without_cycle_collection(), self.transaction() as conn:
             resolved = queries.resolve_repositories(conn, list(repositories))
             if not resolved:
                 raise LeanloopError("no repositories to export")
