@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from leanloop.data.leandojo.format import SCHEMES
 from leanloop.data.records import TheoremStatus
-from leanloop.database.raw import insert_many
+from leanloop.database.raw import insert_many, iter_rows
 from leanloop.database.rows import stream
 from leanloop.database.schema import meta, split_assignments, tactic_premises, theorems
 from leanloop.database.splits import SplitConfig, assign_novel_premises, assign_random
@@ -127,7 +127,7 @@ def _premises_used(conn: Connection, repo_ids: Sequence[int], theorem_ids: dict[
     query = sa.select(tactic_premises.c.theorem_id, tactic_premises.c.full_name).where(
         tactic_premises.c.theorem_id.in_(matching)
     )
-    for theorem_id, name in stream(conn, query, 20000):
+    for theorem_id, name in iter_rows(conn, query, 20000, named=False):
         key = theorem_ids.get(theorem_id)
         if key is not None:
             used[key].add(name)
@@ -194,26 +194,29 @@ def assign_splits(
     groups: dict[tuple, list[_Candidate]] = defaultdict(list)
     for candidate in candidates.values():
         groups[candidate.copy_key].append(candidate)
-    members_of: dict[str, list[str]] = {}  # split key -> keys of every copy
-    exported: dict[int, str] = {}
+    copies_of: dict[str, list[str]] = {}  # split key -> keys of the other copies
+    exported: dict[int, str] = {}  # theorem id -> split key
     for members in groups.values():
+        if len(members) == 1:  # the usual case
+            exported[members[0].theorem_id] = members[0].key
+            continue
         members.sort(key=lambda c: c.repository_id)
         labelled = [m for m in members if any(m.key in existing[s] for s in SCHEMES)]
         split_key = (labelled[0] if labelled else members[-1]).key
         exported[members[-1].theorem_id] = split_key
-        members_of[split_key] = [m.key for m in members]
-    keys = sorted(members_of)
+        copies_of[split_key] = [m.key for m in members if m.key != split_key]
+    keys = sorted(exported.values())
 
     stored = stored_split_settings(conn)
     result = Assignment(exported=exported, splits={}, copies=len(candidates) - len(groups))
     premises = None
     fresh_rows = []
     for scheme in SCHEMES:
-        old = {k: existing[scheme][k] for k in keys if k in existing[scheme]}
-        for key in keys:  # a copy's split stands for its group when the key itself has none
+        have = existing[scheme]
+        old = {k: have[k] for k in keys if k in have}
+        for key, copies in copies_of.items():  # a copy's split stands for its group
             if key not in old:
-                labels = (existing[scheme][m] for m in members_of[key] if m in existing[scheme])
-                found = next(labels, None)
+                found = next((have[m] for m in copies if m in have), None)
                 if found is not None:
                     old[key] = found
         origin = stored.get(scheme)
@@ -241,13 +244,9 @@ def assign_splits(
             if origin is None:
                 record_split_settings(conn, scheme, effective)
                 origin = effective
-        for key in keys:
-            split = assigned[key]
-            fresh_rows.extend(
-                (member, scheme, split)
-                for member in members_of[key]
-                if member not in existing[scheme]
-            )
+        fresh_rows.extend((key, scheme, assigned[key]) for key in keys if key not in have)
+        for key, copies in copies_of.items():
+            fresh_rows.extend((m, scheme, assigned[key]) for m in copies if m not in have)
         result.new_assignments += len(new)
         result.splits[scheme] = assigned
         result.settings[scheme] = origin

@@ -79,21 +79,16 @@ def export_merged(
                 continue
             traced = [
                 encode_tactic(
-                    step.tactic,
-                    step.annotated,
+                    tactic,
+                    annotated,
                     [
-                        encode_premise_ref(
-                            r.full_name,
-                            r.def_path,
-                            (r.def_line, r.def_column),
-                            (r.def_end_line, r.def_end_column),
-                        )
-                        for r in refs
+                        encode_premise_ref(name, path, (line, col), (end_line, end_col))
+                        for _, _, _, name, path, line, col, end_line, end_col in refs
                     ],
-                    step.state_before,
-                    step.state_after,
+                    before,
+                    after,
                 )
-                for step, refs in proof.tactics
+                for (_, _, tactic, annotated, before, after), refs in proof.tactics
             ]
             writer.write_theorem(
                 encode_theorem(

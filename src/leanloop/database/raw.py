@@ -46,9 +46,12 @@ def _row_type(names: tuple[str, ...]):
     return collections.namedtuple("Row", names, rename=True)
 
 
-def iter_rows(conn: Connection, statement: sa.Executable, batch: int = 5000) -> Iterator[tuple]:
-    """The rows of a select as named tuples, fetched ``batch`` at a time (with a server-side
-    cursor on PostgreSQL, so memory holds one batch)."""
+def iter_rows(
+    conn: Connection, statement: sa.Executable, batch: int = 5000, *, named: bool = True
+) -> Iterator[tuple]:
+    """The rows of a select as named tuples (plain tuples, in the select's column order, when
+    not ``named``), fetched ``batch`` at a time (with a server-side cursor on PostgreSQL, so
+    memory holds one batch)."""
     sql, params = _compile(conn, statement)
     raw = _driver(conn)
     if conn.dialect.name == "postgresql":
@@ -63,7 +66,7 @@ def iter_rows(conn: Connection, statement: sa.Executable, batch: int = 5000) -> 
             return
         make = _row_type(tuple(column[0] for column in cursor.description))._make
         while rows:
-            yield from map(make, rows)
+            yield from map(make, rows) if named else rows
             with _driver_errors(conn, sql):
                 rows = cursor.fetchmany(batch)
     finally:

@@ -148,7 +148,8 @@ def loads_list(text: str) -> list:
 
 @dataclass(slots=True)
 class ProofRows:
-    """A theorem row (with its repository's url and commit) and its tactics' rows."""
+    """A theorem row (with its repository's url and commit) and its tactics' rows: each a
+    tuple of ``TACTIC_COLUMNS`` values with its premises' tuples of ``REF_COLUMNS`` values."""
 
     theorem: Any
     tactics: list[tuple[Any, list[Any]]]
@@ -172,31 +173,30 @@ def stream_proofs(conn: Connection, where: sa.ColumnElement[bool]) -> Iterator[P
         .where(where)
         .order_by(theorems.c.id)
     )
-    # 'theorem_id IN (...)' walks the primary key in order; a join would sort afterwards
+    # 'theorem_id IN (...)' walks the primary key in order; a join would sort afterwards;
+    # tactic and premise rows (most of the rows) come as plain tuples in the *_COLUMNS order
     matching = sa.select(theorems.c.id).where(where)
     tactic_query = (
-        sa.select(tactics)
+        sa.select(*(tactics.c[name] for name in TACTIC_COLUMNS))
         .where(tactics.c.theorem_id.in_(matching))
         .order_by(tactics.c.theorem_id, tactics.c.idx)
     )
     ref_query = (
-        sa.select(tactic_premises)
+        sa.select(*(tactic_premises.c[name] for name in REF_COLUMNS))
         .where(tactic_premises.c.theorem_id.in_(matching))
         .order_by(tactic_premises.c.theorem_id, tactic_premises.c.tactic_idx, tactic_premises.c.idx)
     )
-    tactic_rows_iter = iter(stream(conn, tactic_query))
-    ref_rows_iter = iter(stream(conn, ref_query))
+    tactic_rows_iter = iter_rows(conn, tactic_query, named=False)
+    ref_rows_iter = iter_rows(conn, ref_query, named=False)
     next_tactic = next(tactic_rows_iter, None)
     next_ref = next(ref_rows_iter, None)
     for theorem in stream(conn, theorem_query):
-        steps: list[tuple[Any, list[Any]]] = []
-        while next_tactic is not None and next_tactic.theorem_id == theorem.id:
-            refs: list[Any] = []
-            while (
-                next_ref is not None
-                and next_ref.theorem_id == theorem.id
-                and next_ref.tactic_idx == next_tactic.idx
-            ):
+        theorem_id = theorem.id
+        steps: list[tuple[tuple, list[tuple]]] = []
+        while next_tactic is not None and next_tactic[0] == theorem_id:
+            refs: list[tuple] = []
+            idx = next_tactic[1]
+            while next_ref is not None and next_ref[0] == theorem_id and next_ref[1] == idx:
                 refs.append(next_ref)
                 next_ref = next(ref_rows_iter, None)
             steps.append((next_tactic, refs))
@@ -208,23 +208,23 @@ def theorem_from_rows(proof: ProofRows) -> Theorem:
     row = proof.theorem
     traced = tuple(
         TracedTactic(
-            tactic=step.tactic,
+            tactic=tactic,
             annotated_tactic=AnnotatedTactic(
-                text=step.annotated,
+                text=annotated,
                 premises=tuple(
                     PremiseRef(
-                        full_name=ref.full_name,
-                        def_path=ref.def_path,
-                        def_pos=Pos(ref.def_line, ref.def_column),
-                        def_end_pos=Pos(ref.def_end_line, ref.def_end_column),
+                        full_name=name,
+                        def_path=path,
+                        def_pos=Pos(line, column),
+                        def_end_pos=Pos(end_line, end_column),
                     )
-                    for ref in refs
+                    for _, _, _, name, path, line, column, end_line, end_column in refs
                 ),
             ),
-            state_before=step.state_before,
-            state_after=step.state_after,
+            state_before=before,
+            state_after=after,
         )
-        for step, refs in proof.tactics
+        for (_, _, tactic, annotated, before, after), refs in proof.tactics
     )
     return Theorem(
         url=row.url,
