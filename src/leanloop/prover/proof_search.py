@@ -317,7 +317,7 @@ def _checked(candidates: Sequence) -> list[tuple[str, float]]:
     if not isinstance(candidates, list | tuple):
         raise _Stop(
             AttemptStatus.ERROR,
-            f"the tactic generator returned {_excerpt(candidates)} for a state "
+            f"the tactic generator returned {_excerpt(repr(candidates))} for a state "
             "(expected a list of (tactic, score))",
         )
     checked = []
@@ -328,12 +328,12 @@ def _checked(candidates: Sequence) -> list[tuple[str, float]]:
         except (TypeError, ValueError):
             raise _Stop(
                 AttemptStatus.ERROR,
-                f"the tactic generator returned {_excerpt(candidate)} (expected (tactic, score))",
+                f"the tactic generator returned {_excerpt(repr(candidate))} (expected (tactic, score))",
             ) from None
         if not isinstance(tactic, str) or math.isnan(score):
             raise _Stop(
                 AttemptStatus.ERROR,
-                f"the tactic generator returned {_excerpt(candidate)} (expected (tactic, score))",
+                f"the tactic generator returned {_excerpt(repr(candidate))} (expected (tactic, score))",
             )
         if tactic.strip():
             checked.append((tactic, score))
