@@ -342,7 +342,7 @@ def test_best_first_pops_in_non_increasing_priority(traced, recorded):
         server, asked = Spy([theorem]), Asked()
         search(server, Target.of(theorem=theorem), asked, ProverConfig(num_sampled_tactics=8))
 
-        def priority(state: str) -> float:
+        def priority(state: str, server=server, asked=asked) -> float:
             if state not in server.made:
                 return 0.0
             parent, tactic = server.made[state]

@@ -16,8 +16,8 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.server import LeanServer, ProofState, TheoremSource
 from leanloop.ml.protocols import Generator
 from leanloop.prover.config import ProverConfig
-from leanloop.prover.result import SearchResult
 from leanloop.prover.proof_search import ProgressModel, describe_exception, search
+from leanloop.prover.result import SearchResult
 from leanloop.prover.target import Target
 from leanloop.prover.whole import check_whole_proofs
 

@@ -15,9 +15,9 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.server import LeanServer
 from leanloop.prover.base import BaseProver
+from leanloop.prover.proof_search import describe_exception
 from leanloop.prover.report import EvaluationReport
 from leanloop.prover.result import SearchResult
-from leanloop.prover.proof_search import describe_exception
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase

@@ -325,15 +325,14 @@ def _checked(candidates: Sequence) -> list[tuple[str, float]]:
         try:
             tactic, score = candidate
             score = float(score)
+            valid = isinstance(tactic, str) and not math.isnan(score)
         except (TypeError, ValueError):
+            valid = False
+        if not valid:
             raise _Stop(
                 AttemptStatus.ERROR,
-                f"the tactic generator returned {_excerpt(repr(candidate))} (expected (tactic, score))",
-            ) from None
-        if not isinstance(tactic, str) or math.isnan(score):
-            raise _Stop(
-                AttemptStatus.ERROR,
-                f"the tactic generator returned {_excerpt(repr(candidate))} (expected (tactic, score))",
+                f"the tactic generator returned {_excerpt(repr(candidate))} "
+                "(expected (tactic, score))",
             )
         if tactic.strip():
             checked.append((tactic, score))
