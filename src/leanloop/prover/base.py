@@ -42,7 +42,9 @@ class BaseProver(ABC):
     ) -> None:
         self.config = ProverConfig() if config is None else ProverConfig.load(config)
         self.project_root = Path(project_root).expanduser() if project_root else None
-        self.theorem: TheoremLike | None = None  # the theorem being proved (LeanDojo-v2's)
+        #: LeanDojo-v2's attribute: the theorem ``next_tactic`` proposes tactics for (its
+        #: context, e.g. the premises accessible from it), None for a bare state
+        self.theorem: TheoremLike | None = None
         self._generator: Generator | None = None
         self._whole_generator: Generator | None = None
         self._progress: ProgressModel | None = None
@@ -117,7 +119,6 @@ class BaseProver(ABC):
         record or a ``TheoremSource``) on ``server``. A failure of the server or of the
         generator ends the search as ``error``; bad arguments raise ``LeanloopError``."""
         target = self.target(goal, theorem)
-        self.theorem = theorem
         return search(
             server,
             target,
@@ -175,7 +176,6 @@ class BaseProver(ABC):
         accepted is the result (see :func:`leanloop.prover.whole.check_whole_proofs`). A
         failure of the model or the server ends it as ``error``."""
         target = self.target(goal, theorem)
-        self.theorem = theorem
         statement = target.statement()
         started = time.perf_counter()
         try:

@@ -86,7 +86,12 @@ class ChatGenerator:
             request["logprobs"] = True
         if seed is not None:
             request["seed"] = seed
-        response = self.client.chat.completions.create(**request)
+        try:
+            response = self.client.chat.completions.create(**request)
+        except ValueError as exc:  # a body that is not JSON
+            raise LeanloopError(
+                f"the model endpoint's answer is not a chat completion ({exc})"
+            ) from None
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list):
             raise LeanloopError(
