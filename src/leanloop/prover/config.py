@@ -30,7 +30,10 @@ class ProverConfig(ConfigBase):
         1, ge=1, description="Theorems proved at once by evaluate(), one Ray worker each."
     )
     timeout: float = Field(
-        600.0, gt=0, description="Wall-clock seconds allowed per theorem (search and checks)."
+        600.0,
+        gt=0,
+        description="Wall-clock seconds the search (or whole-proof mode) may take per theorem; "
+        "a proof found later does not count. Re-checking a proof found comes on top.",
     )
     max_expansions: int | None = Field(
         None, ge=1, description="Expansions allowed per theorem (None: no limit but the time)."
