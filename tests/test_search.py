@@ -63,6 +63,7 @@ def test_the_recorded_generator_finds_every_recorded_proof(traced, recorded, str
     outcomes = {}
     for theorem in traced:
         result = run(server, theorem, recorded, strategy=strategy, debug=True)
+        assert not server._states  # every proof state was released
         outcomes[theorem.full_name] = result.status
         assert result.status is not AttemptStatus.PROVED  # no Lean checked anything here
         if result.status is AttemptStatus.REPLAYED:

@@ -31,7 +31,10 @@ def prove(
         ..., "--dataset", metavar="DIR", help="A LeanDojo-format dataset directory."
     ),
     split: str = typer.Option(
-        "test", "--split", help="The split to prove: test, val, train or SCHEME/SPLIT."
+        "test",
+        "--split",
+        metavar="SPLIT",
+        help="The split to prove: test, val, train or SCHEME/SPLIT.",
     ),
     replay: bool = typer.Option(
         False,

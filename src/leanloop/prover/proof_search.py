@@ -87,6 +87,7 @@ class _Search:
         self.lean_seconds = 0.0
         self.model_seconds = 0.0
         self.unused: list[ProofState] = []  # states to release
+        self.server_failed = False
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -94,7 +95,10 @@ class _Search:
         started = time.perf_counter()
         deadline = started + self.config.timeout
         try:
-            root_state = self._lean(self.target.start, self.server)
+            try:
+                root_state = self._lean(self.target.start, self.server)
+            except LeanError as exc:
+                raise _Stop(AttemptStatus.ERROR, f"cannot start the proof: {exc}") from None
             root = Node(root_state, root_state.pretty, None, None, 0.0, 0, 0.0, 0.0)
             self.nodes[root.key] = root
             self.frontier.push(root)
@@ -105,7 +109,7 @@ class _Search:
             outcome = _Stop(AttemptStatus.ERROR, f"the Lean server failed: {exc}")
         if outcome.status is AttemptStatus.PROVED:
             outcome = self._confirm(outcome.proof)
-        self._release_all(outcome.status is not AttemptStatus.ERROR)
+        self._release_all()
         return SearchResult(
             target=self.target.label,
             status=outcome.status,
@@ -134,11 +138,19 @@ class _Search:
             batch = self.frontier.pop_many(room)
             if not batch:
                 raise _Stop(AttemptStatus.FAILED, "the search space is exhausted")
-            suggestions = self._generate(batch)
-            for node, candidates in zip(batch, suggestions, strict=True):
+            try:
+                suggestions = self._generate(batch)
+            except _Stop:
+                self.unused.extend(n.state for n in batch)
+                raise
+            for index, (node, candidates) in enumerate(zip(batch, suggestions, strict=True)):
                 self.expansions += 1
                 node.expansions += 1
-                self._expand(node, candidates, deadline)
+                try:
+                    self._expand(node, candidates, deadline)
+                except _Stop:
+                    self.unused.extend(n.state for n in batch[index:])
+                    raise
             if self.unused:
                 self._lean(self.server.release, *self.unused)
                 self.unused.clear()
@@ -268,21 +280,25 @@ class _Search:
         """None when ``proof`` finishes from a fresh start of the target, else the problem."""
         try:
             state = self._lean(self.target.start, self.server)
-            for index, tactic in enumerate(proof, 1):
-                result = self._lean(self.server.run_tactic, state, tactic)
-                if isinstance(result, TacticFailed):
-                    return f"step {index} ({tactic!r}) failed: {result.error}"
-                if isinstance(result, ProofFinished) != (index == len(proof)):
-                    return f"step {index} ({tactic!r}) did not end where the search did"
-                if isinstance(result, ProofState):
+            try:
+                for index, tactic in enumerate(proof, 1):
+                    result = self._lean(self.server.run_tactic, state, tactic)
+                    if isinstance(result, TacticFailed):
+                        return f"step {index} ({tactic!r}) failed: {result.error}"
+                    if isinstance(result, ProofFinished) != (index == len(proof)):
+                        return f"step {index} ({tactic!r}) did not end where the search did"
+                    if isinstance(result, ProofState):
+                        self._lean(self.server.release, state)
+                        state = result
+            finally:
+                if not self.server_failed:
                     self._lean(self.server.release, state)
-                    state = result
         except LeanError as exc:
             return f"the Lean server failed: {exc}"
         return None
 
-    def _release_all(self, server_ok: bool) -> None:
-        if not server_ok:
+    def _release_all(self) -> None:
+        if self.server_failed:  # nothing to tell a server that failed
             return
         states = self.unused + [node.state for node in self.frontier.drain()]
         if states:
@@ -297,6 +313,9 @@ class _Search:
         started = time.perf_counter()
         try:
             return call(*args)
+        except LeanError:
+            self.server_failed = True
+            raise
         finally:
             self.lean_seconds += time.perf_counter() - started
 
