@@ -8,7 +8,11 @@ import functools
 import json
 import logging
 import os
+import signal
 import sys
+import threading
+import time
+from pathlib import Path
 
 import pytest
 
@@ -53,17 +57,33 @@ def outcome(report: EvaluationReport) -> dict:
     }
 
 
-class Crashing(ReplayServer):
-    """Kills its whole process (the worker) when asked to start ``victim``."""
+class Stalling(ReplayServer):
+    """Writes the id of its process (the worker's) to ``pidfile`` when asked to start
+    ``victim``, then waits there to be killed."""
 
-    def __init__(self, dataset, victim: str) -> None:
+    def __init__(self, dataset, victim: str, pidfile: str) -> None:
         super().__init__(sample_theorems(dataset))
-        self.victim = victim
+        self.victim, self.pidfile = victim, pidfile
 
     def start_recorded(self, theorem):
         if theorem.full_name == self.victim:
-            os._exit(3)
+            Path(self.pidfile).write_text(str(os.getpid()))
+            time.sleep(120)
         return super().start_recorded(theorem)
+
+
+def kill_when_stalled(pidfile: Path) -> threading.Thread:
+    """Kill (SIGKILL, from outside) the worker that wrote ``pidfile``, once it has."""
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread
 
 
 def test_two_ray_workers_give_the_sequential_results(local_ray, sample_dir, theorems, tmp_path):
@@ -82,13 +102,16 @@ def test_two_ray_workers_give_the_sequential_results(local_ray, sample_dir, theo
     assert {a.full_name for a in database.get_attempts("ray")} == {t.full_name for t in theorems}
 
 
-def test_a_worker_that_dies_loses_only_its_theorem(local_ray, sample_dir, theorems, tmp_path):
+def test_a_worker_killed_mid_run_loses_only_its_theorem(local_ray, sample_dir, theorems, tmp_path):
     victim = theorems[3].full_name
     database = DynamicDatabase(tmp_path / "crash.db")
-    crashing = functools.partial(Crashing, sample_dir, victim)
+    pidfile = tmp_path / "victim.pid"
+    stalling = functools.partial(Stalling, sample_dir, victim, str(pidfile))
+    killer = kill_when_stalled(pidfile)
     report = evaluate(
-        theorems[:6], prover(sample_dir), crashing, num_workers=2, database=database, run="c"
+        theorems[:6], prover(sample_dir), stalling, num_workers=2, database=database, run="c"
     )
+    killer.join(5)
     stored = {a.full_name: a for a in database.get_attempts("c")}
     assert len(stored) == 6
     assert stored[victim].status is AttemptStatus.ERROR

@@ -15,11 +15,14 @@ import pytest
 
 from leanloop.data.records import AttemptStatus
 from leanloop.errors import LeanloopError
+from leanloop.lean.repl import ReplServer
+from leanloop.lean.server import TheoremSource
 from leanloop.prover.external import ExternalProver
 from leanloop.prover.recorded import RecordedGenerator
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.whole import WHOLE_PROOF_SYSTEM_PROMPT
 from tests.helpers import sample_theorems
+from tests.test_search_repl import Recorded, script
 
 KEY = "sk-leanloop-test-4f1c9"
 
@@ -31,6 +34,7 @@ class Endpoint:
         self.recorded = recorded
         self.proofs = proofs  # whole proofs by the statement shown
         self.behaviour = "ok"
+        self.script: dict[str, list[str]] = {}
         self.requests: list[dict] = []
         self.headers: list[dict] = []
 
@@ -46,7 +50,9 @@ class Endpoint:
             return 200, json.dumps({"id": "x", "object": "chat.completion"}).encode()
         system, user = body["messages"][0]["content"], body["messages"][-1]["content"]
         state, _, feedback = user.partition("\n\nThese tactics failed on this state:\n")
-        if system == WHOLE_PROOF_SYSTEM_PROMPT:
+        if self.behaviour == "script":  # only what the REPL's recording answers
+            replies = [(t, -0.5) for t in self.script.get(state, [])]
+        elif system == WHOLE_PROOF_SYSTEM_PROMPT:
             replies = [("nlinarith", -3.0), (f"```lean\n{self.proofs[state]}\n```", -1.0)]
         else:
             recorded = self.recorded.recorded(state)
@@ -152,6 +158,20 @@ def test_replies_ranked_by_log_probability_find_the_recorded_proofs(endpoint, ke
     (ranked,) = prover.generator.generate_batch([first.state_before], 4)
     assert ranked[0].tactic == first.tactic and ranked[0].score == -0.5
     assert [g.tactic for g in ranked[1:]] == ["norm_num", "Try `simp`."]
+
+
+def test_against_the_repl_s_recorded_answers(endpoint, key, transcripts):
+    transcript = transcripts["proof_branching2"]
+    endpoint.behaviour, endpoint.script = "script", script(transcript)
+    prover = external(endpoint, key, config={"lean_check": False})
+    source = TheoremSource("swap", "Swap.lean", "", "(p q : Prop) : p ∧ q → q ∧ p")
+    result = prover.search(ReplServer(Recorded(transcript)), theorem=source)
+    assert result.status is AttemptStatus.PROVED  # the REPL answered 'Completed'
+    assert list(result.proof) == [r["tactic"] for r in transcript["requests"] if "tactic" in r]
+    # a whole proof, accepted by the REPL's recorded verdict
+    endpoint.script = {"example : True := by": ['```lean\ntrace "!"\ntrivial\n```']}
+    whole = prover.prove_whole(ReplServer(Recorded(transcripts["trace_simp"])), goal="True")
+    assert whole.status is AttemptStatus.PROVED and whole.proof == ('trace "!"\ntrivial',)
 
 
 def test_without_log_probabilities_the_order_given_ranks(endpoint, key, traced):
