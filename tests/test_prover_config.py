@@ -47,6 +47,17 @@ def test_files_round_trip_and_errors_name_file_and_field(tmp_path):
         ProverConfig.from_yaml(bad)
 
 
+def test_lean_dojo_v2_s_file_of_both_configs(tmp_path):
+    both = tmp_path / "configs.yaml"
+    both.write_text(
+        "training:\n  lr: 0.001\n  max_epochs: 1\n"
+        "prover:\n  use_vllm: false\n  num_workers: 4\n  timeout: 600\n"
+        "  max_expansions: null\n  num_sampled_tactics: 64\n  debug: false\n  batch_size: 12\n"
+    )
+    config = ProverConfig.from_yaml(both)
+    assert config.num_workers == 4 and config.batch_size == 12
+
+
 @pytest.mark.parametrize(
     ("fields", "message"),
     [

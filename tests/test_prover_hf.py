@@ -130,8 +130,10 @@ def test_whole_proof_mode_reports_only_checked_proofs(trained, few):
     candidates = hf.generate_whole_proofs(few[0], 4)
     assert 1 <= len(candidates) <= 4 and all(isinstance(c, str) and c for c in candidates)
     server = ReplayServer(few)
+    outcomes = []
     for theorem in few:
         result = hf.prove_whole(server, theorem=theorem)
+        outcomes.append(result.status)
         assert result.status in (AttemptStatus.REPLAYED, AttemptStatus.FAILED)
         if result.status is AttemptStatus.REPLAYED:
             # replayed tactic by tactic to no goals on the replay server
@@ -141,3 +143,4 @@ def test_whole_proof_mode_reports_only_checked_proofs(trained, few):
         else:
             assert result.proof is None and "candidate proofs was accepted" in result.error
         assert result.model_seconds > 0
+    assert AttemptStatus.REPLAYED in outcomes  # the one-step proof is among the candidates

@@ -3,7 +3,8 @@ one configuration, LeanDojo-v2's field names included, loadable from YAML or JSO
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
@@ -16,8 +17,9 @@ class ProverConfig(ConfigBase):
     """How provers search. The first seven fields are LeanDojo-v2's ``ProverConfig`` (there no
     prover read them; here every one is used or explained); the rest are leanloop's.
 
-    ``ProverConfig.from_yaml("prover.yaml")`` reads a file of these fields (LeanDojo-v2's
-    ``save_configs_to_file`` writes them under a ``prover:`` key: give that part).
+    ``ProverConfig.from_yaml("prover.yaml")`` reads a file of these fields, or the file
+    LeanDojo-v2's ``save_configs_to_file`` writes (its ``prover:`` part; ``training:`` is the
+    trainers').
     """
 
     use_vllm: bool = Field(
@@ -106,6 +108,13 @@ class ProverConfig(ConfigBase):
         100, ge=1, description="Theorems a worker proves with one Lean server before a new one."
     )
     num_gpus: float = Field(0.0, ge=0, description="GPUs reserved for each Ray worker.")
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> ProverConfig:
+        both = isinstance(data, Mapping) and set(data) <= {"prover", "training"}
+        if both and isinstance(data.get("prover"), Mapping):  # LeanDojo-v2's file of both
+            data = data["prover"]
+        return super().from_dict(data, source)
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> ProverConfig:

@@ -126,6 +126,7 @@ def _replay(server: LeanServer, target: Target, tactics: list[str]) -> str | Non
             server.release(state)
             state = result
         assert isinstance(state, ProofState)
-        return f"{len(state.goals)} goals remain after the last step"
+        left = len(state.goals)
+        return f"{left} goal{'' if left == 1 else 's'} left after the last step"
     finally:
         server.release(state)
