@@ -35,8 +35,7 @@ class RecordedGenerator:
             for step in recorded_steps(theorem):
                 self.index.add(step)
                 pool.setdefault(step.key, step.tactic)
-        self._pool = [pool[key] for key in sorted(pool)]
-        self._pool_keys = sorted(pool)
+        self._pool = sorted(pool.items())  # (tactic whitespace collapsed, tactic)
 
     @classmethod
     def from_dataset(cls, path: str | os.PathLike, *, seed: int = 0) -> RecordedGenerator:
@@ -64,10 +63,11 @@ class RecordedGenerator:
         if wanted > 0 and self._pool:
             picks = rng.sample(range(len(self._pool)), min(len(self._pool), wanted + len(chosen)))
             for i in picks:
+                key, tactic = self._pool[i]
                 if len(tactics) >= k:
                     break
-                if self._pool_keys[i] not in chosen:
-                    tactics.append(self._pool[i])
+                if key not in chosen:
+                    tactics.append(tactic)
         scored = [GeneratedTactic(t, math.log(1.0 - rng.random())) for t in tactics]
         scored.sort(key=lambda g: -g.score)
         return scored
