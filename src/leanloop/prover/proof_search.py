@@ -160,7 +160,7 @@ class _Search:
     def _generate(self, batch: list[Node]) -> list[Sequence]:
         options = self.options
         if self.feedback:
-            options = {**options, "feedback": [list(node.failures) for node in batch]}
+            options = {**options, "feedback": [list(node.failures or ()) for node in batch]}
         started = time.perf_counter()
         try:
             suggestions = self.generator.generate_batch(
@@ -183,6 +183,8 @@ class _Search:
     def _expand(self, node: Node, candidates: Sequence, deadline: float) -> None:
         config = self.config
         children: list[Node] = []
+        if node.tried is None:
+            node.tried, node.failures = set(), []
         for candidate in _checked(candidates):
             tactic, score = candidate
             key = collapse_whitespace(tactic)

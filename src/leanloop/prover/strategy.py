@@ -7,7 +7,7 @@ import heapq
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from leanloop.lean.server import ProofState
@@ -33,8 +33,9 @@ class Node:
     depth: int
     logprob: float  # the sum of the scores on the path from the root
     priority: float
-    tried: set[str] = field(default_factory=set)  # tactics run on it, whitespace collapsed
-    failures: list[Failure] = field(default_factory=list)
+    # made when the node is first expanded (most nodes never are: fewer objects to track)
+    tried: set[str] | None = None  # tactics run on it, whitespace collapsed
+    failures: list[Failure] | None = None
     expansions: int = 0
 
     def path(self) -> list[str]:
