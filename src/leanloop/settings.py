@@ -73,6 +73,13 @@ class Settings(BaseModel):
             github_token=get("GITHUB_TOKEN") or get("GITHUB_ACCESS_TOKEN"),
         )
 
+    @staticmethod
+    def variable(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+        """The value of a variable the user names (e.g. the one holding a model endpoint's API
+        key), None when it is unset or empty."""
+        env = os.environ if environ is None else environ
+        return env.get(name, "").strip() or None
+
     @property
     def default_database(self) -> str:
         """``LEANLOOP_DB`` if set, otherwise a SQLite file in the data directory."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -21,6 +21,10 @@ DEFAULT_SYSTEM_PROMPT = (
     "block, a match with its cases) keeps its line breaks and indentation. Do not use sorry or "
     "admit. Reply with the tactic only."
 )
+
+#: Headings of the two parts of a state with retrieved premises (see state_with_premises).
+PREMISES_HEADING = "Premises that may help:"
+STATE_HEADING = "Proof state:"
 
 _FENCE = re.compile(r"^```\s*[\w-]*\s*$")
 
@@ -113,6 +117,16 @@ class PromptFormat(BaseModel):
         return tactic
 
 
+def state_with_premises(state: str, premises: Sequence[str]) -> str:
+    """What a generator reads for a proof state with retrieved premises (each the text of a
+    declaration): the premises, the best one last, nearest the state, then the state. A prompt
+    cut to fit a model loses its beginning, so the least useful premises go first."""
+    if not premises:
+        return state
+    listed = "\n\n".join(text.strip() for text in reversed(premises))
+    return f"{PREMISES_HEADING}\n{listed}\n\n{STATE_HEADING}\n{state.strip()}"
+
+
 def tactic_text(tactic: str) -> str:
     """A tactic as it is taught and read back: premise marks stripped, line breaks and relative
     indentation kept (Lean reads indentation), common indentation, trailing spaces and blank
@@ -124,3 +138,9 @@ def tactic_text(tactic: str) -> str:
 def collapse_whitespace(text: str) -> str:
     """``text`` on one line, each run of whitespace one space (how tactics are compared)."""
     return " ".join(text.split())
+
+
+def is_recorded_tactic(proposed: str, tactic: str) -> bool:
+    """Whether ``proposed`` is the whole recorded ``tactic``, whitespace collapsed (a multi-line
+    tactic's first line alone is not)."""
+    return collapse_whitespace(proposed) == collapse_whitespace(tactic)

@@ -140,6 +140,9 @@ class LeanServer(ABC):
 
     #: Short name of the backend ("repl", "pantograph").
     backend: str = ""
+    #: Whether Lean itself answers: False for a server that replays recorded data, whose
+    #: finished proofs are "replayed", never "proved".
+    checks_with_lean: bool = True
 
     def __init__(self) -> None:
         self.stats = ServerStats()

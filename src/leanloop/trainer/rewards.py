@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from leanloop.data.prompt import PromptFormat, collapse_whitespace, tactic_text
+from leanloop.data.prompt import PromptFormat, is_recorded_tactic, tactic_text
 from leanloop.errors import LeanloopError
 
 RewardFunc = Callable[..., Any]
@@ -32,12 +32,6 @@ def completion_text(completion: Any) -> str:
         f"cannot read a completion of type {type(completion).__name__}",
         hint="completions are strings or lists of chat messages",
     )
-
-
-def is_recorded_tactic(proposed: str, tactic: str) -> bool:
-    """Whether ``proposed`` is the whole recorded ``tactic``, whitespace collapsed (a multi-line
-    tactic's first line alone is not)."""
-    return collapse_whitespace(proposed) == collapse_whitespace(tactic)
 
 
 def reply_tactic(completion: Any, prompt_format: PromptFormat = _FORMAT) -> str | None:

@@ -1,0 +1,197 @@
+"""``BaseProver``: what every prover offers — proof search from a goal or a theorem, the next
+tactic for a state, whole-proof mode — around a tactic generator it loads on first use (a prover
+is cheap to build and to ship to another process)."""
+
+from __future__ import annotations
+
+import os
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from leanloop.data.records import AttemptStatus, Theorem
+from leanloop.errors import LeanloopError
+from leanloop.lean.server import LeanServer, ProofState, TheoremSource
+from leanloop.ml.protocols import Generator
+from leanloop.prover.config import ProverConfig
+from leanloop.prover.proof_search import ProgressModel, describe_exception, search
+from leanloop.prover.result import SearchResult
+from leanloop.prover.target import Target
+from leanloop.prover.whole import check_whole_proofs
+
+TheoremLike = Theorem | TheoremSource
+
+
+class BaseProver(ABC):
+    """A prover: ``search(server, goal=..., theorem=...)`` finds a proof by search (see
+    :func:`leanloop.prover.proof_search.search`), ``prove_whole`` by whole-proof mode.
+
+    ``config`` is a ``ProverConfig``, a mapping of its fields or a YAML/JSON file.
+    ``project_root`` is the Lean project theorem records come from (their files are read
+    there when they are started on a Lean server). Models load on first use, in the process
+    that uses them; a prover that has loaded them pickles without them.
+    """
+
+    def __init__(
+        self,
+        config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+        *,
+        project_root: str | os.PathLike | None = None,
+    ) -> None:
+        self.config = ProverConfig() if config is None else ProverConfig.load(config)
+        self.project_root = Path(project_root).expanduser() if project_root else None
+        #: LeanDojo-v2's attribute: the theorem ``next_tactic`` proposes tactics for (its
+        #: context, e.g. the premises accessible from it), None for a bare state
+        self.theorem: TheoremLike | None = None
+        self._generator: Generator | None = None
+        self._whole_generator: Generator | None = None
+        self._progress: ProgressModel | None = None
+
+    # -- what a prover defines ---------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """How results name this prover (e.g. ``hf:outputs``)."""
+
+    @abstractmethod
+    def load_generator(self) -> Generator:
+        """Build the tactic generator (called once, where it is used)."""
+
+    def load_whole_proof_generator(self) -> Generator:
+        """Build the generator of whole proofs (its 'tactics' are whole proof bodies)."""
+        raise LeanloopError(f"{self.name} has no whole-proof mode")
+
+    def generator_options(self, attempt: int) -> dict[str, Any]:
+        """Options for every ``generate_batch`` call of attempt ``attempt`` (e.g. its seed)."""
+        return {}
+
+    def generator_for(self, target: Target) -> Generator:
+        """The generator used for ``target`` (a prover may add the theorem's context)."""
+        return self.generator
+
+    # -- lazily loaded parts -----------------------------------------------------------------
+
+    @property
+    def generator(self) -> Generator:
+        if self._generator is None:
+            self._generator = self.load_generator()
+        return self._generator
+
+    @property
+    def whole_proof_generator(self) -> Generator:
+        if self._whole_generator is None:
+            self._whole_generator = self.load_whole_proof_generator()
+        return self._whole_generator
+
+    @property
+    def progress(self) -> ProgressModel | None:
+        """The progress model guiding the search (when ``config.progress_weight`` > 0)."""
+        if self.config.progress_weight <= 0:
+            return None
+        if self._progress is None:
+            from leanloop.ml.progress import ProgressScorer
+
+            self._progress = ProgressScorer(self.config.progress_model)
+        return self._progress
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_generator=None, _whole_generator=None, _progress=None)
+        return state
+
+    # -- search ------------------------------------------------------------------------------
+
+    def target(self, goal: str | None = None, theorem: TheoremLike | None = None) -> Target:
+        return Target.of(goal, theorem, self.project_root)
+
+    def search(
+        self,
+        server: LeanServer,
+        goal: str | None = None,
+        theorem: TheoremLike | None = None,
+        *,
+        attempt: int = 0,
+    ) -> SearchResult:
+        """Search for a proof of ``goal`` (a proposition) or ``theorem`` (a ``Theorem``
+        record or a ``TheoremSource``) on ``server``. A failure of the server or of the
+        generator ends the search as ``error``; bad arguments raise ``LeanloopError``."""
+        target = self.target(goal, theorem)
+        return search(
+            server,
+            target,
+            self.generator_for(target),
+            self.config,
+            progress=self.progress,
+            options=self.generator_options(attempt),
+        )
+
+    def next_tactic(self, state: ProofState | str, goal_id: int | None = None) -> str | None:
+        """The generator's best tactic for ``state`` (or its goal ``goal_id``), None if it
+        proposes none."""
+        if isinstance(state, ProofState):
+            text = state.pretty if goal_id is None else state.goals[goal_id]
+        else:
+            text = state
+        target = Target.of(goal=text) if self.theorem is None else self.target(None, self.theorem)
+        (ranked,) = self.generator_for(target).generate_batch(
+            [text], 1, **self.generator_options(0)
+        )
+        return ranked[0].tactic if ranked else None
+
+    # -- whole-proof mode --------------------------------------------------------------------
+
+    def generate_whole_proofs(
+        self, theorem: str | TheoremLike, n: int | None = None, *, attempt: int = 0
+    ) -> list[str]:
+        """Up to ``n`` (``config.num_whole_proofs``) distinct candidate proofs, best first:
+        bodies of the theorem's ``by`` block, NOT checked. ``theorem`` is a statement (text
+        ending with ``:= by``), a ``Theorem`` record or a ``TheoremSource``."""
+        statement = theorem if isinstance(theorem, str) else self.target(None, theorem).statement()
+        return self._whole_proofs(statement, n, attempt)
+
+    def _whole_proofs(self, statement: str, n: int | None, attempt: int) -> list[str]:
+        (ranked,) = self.whole_proof_generator.generate_batch(
+            [statement], n or self.config.num_whole_proofs, **self.generator_options(attempt)
+        )
+        return [candidate.tactic for candidate in ranked]
+
+    def generate_whole_proof(self, theorem: str | TheoremLike) -> str | None:
+        """The best candidate proof (unchecked: use ``prove_whole`` for a checked proof)."""
+        candidates = self.generate_whole_proofs(theorem, 1)
+        return candidates[0] if candidates else None
+
+    def prove_whole(
+        self,
+        server: LeanServer,
+        goal: str | None = None,
+        theorem: TheoremLike | None = None,
+        *,
+        n: int | None = None,
+        attempt: int = 0,
+    ) -> SearchResult:
+        """Whole-proof mode: ``n`` candidate proofs, each checked on ``server``; the first
+        accepted is the result (see :func:`leanloop.prover.whole.check_whole_proofs`). A
+        failure of the model or the server ends it as ``error``."""
+        target = self.target(goal, theorem)
+        statement = target.statement()
+        started = time.perf_counter()
+        try:
+            candidates = self._whole_proofs(statement, n, attempt)
+        except Exception as exc:  # a failing model ends this theorem only
+            elapsed = time.perf_counter() - started
+            return SearchResult(
+                target=target.label,
+                status=AttemptStatus.ERROR,
+                error=f"the proof generator failed: {describe_exception(exc)}",
+                seconds=elapsed,
+                model_seconds=elapsed,
+            )
+        model_seconds = time.perf_counter() - started
+        remaining = max(self.config.timeout - model_seconds, 0.0)
+        result = check_whole_proofs(server, target, candidates, timeout=remaining)
+        return result.model_copy(
+            update={"model_seconds": model_seconds, "seconds": time.perf_counter() - started}
+        )

@@ -1,0 +1,140 @@
+"""``ProverConfig``: every budget and setting of proof search, whole-proof mode and evaluation in
+one configuration, LeanDojo-v2's field names included, loadable from YAML or JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, ValidationInfo, model_validator
+from pydantic.dataclasses import dataclass
+
+from leanloop.configfile import CONFIG, ConfigBase
+
+
+@dataclass(config=CONFIG)
+class ProverConfig(ConfigBase):
+    """How provers search. The first seven fields are LeanDojo-v2's ``ProverConfig`` (there no
+    prover read them; here every one is used or explained); the rest are leanloop's.
+
+    ``ProverConfig.from_yaml("prover.yaml")`` reads a file of these fields, or the file
+    LeanDojo-v2's ``save_configs_to_file`` writes (its ``prover:`` part; ``training:`` is the
+    trainers').
+    """
+
+    use_vllm: bool = Field(
+        False,
+        description="LeanDojo-v2's switch for in-process vLLM generation. leanloop talks to "
+        "vLLM as an OpenAI-compatible server instead: start 'vllm serve MODEL' and use "
+        "ExternalProver(MODEL, base_url=...); True is refused with that hint.",
+    )
+    num_workers: int = Field(
+        1, ge=1, description="Theorems proved at once by evaluate(), one Ray worker each."
+    )
+    timeout: float = Field(
+        600.0,
+        gt=0,
+        description="Wall-clock seconds the search (or whole-proof mode) may take per theorem; "
+        "a proof found later does not count. Re-checking a proof found comes on top.",
+    )
+    max_expansions: int | None = Field(
+        None, ge=1, description="Expansions allowed per theorem (None: no limit but the time)."
+    )
+    num_sampled_tactics: int = Field(
+        64, ge=1, description="Tactics asked of the generator for each expansion (k)."
+    )
+    debug: bool = Field(
+        False,
+        description="Check the search tree's invariants after every expansion and log each "
+        "expansion (slow: for finding problems).",
+    )
+    batch_size: int = Field(
+        1,
+        ge=1,
+        description="Open nodes expanded together with one batched generator call (the best "
+        "batch_size of the frontier; 1 is strict best-first). LeanDojo-v2's default of 12 "
+        "suits a GPU.",
+    )
+    strategy: Literal["best_first", "depth_first"] = Field(
+        "best_first",
+        description="best_first: expand the open node with the highest priority (ReProver); "
+        "depth_first: expand the newest node's best child first, backtracking on dead ends.",
+    )
+    tactic_timeout: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds Lean may take for one request (a tactic); given to the Lean "
+        "servers leanloop starts. A request that takes longer stops the server and ends the "
+        "theorem with 'error'.",
+    )
+    max_depth: int | None = Field(
+        None, ge=1, description="Longest proof searched for, in tactics (None: no limit)."
+    )
+    progress_weight: float = Field(
+        0.0,
+        ge=0,
+        description="LeanProgress guidance: a node's priority is its path's log-probability "
+        "minus progress_weight times the predicted steps remaining (0: no progress model).",
+    )
+    progress_model: str | None = Field(
+        None,
+        description="Directory of a trained progress model (ProgressTrainer's output) used "
+        "when progress_weight > 0 (None: $LEANPROGRESS_MODEL).",
+    )
+    feedback_retries: int = Field(
+        0,
+        ge=0,
+        description="When every tactic of an expansion failed, ask a generator that accepts "
+        "feedback again, with the failed tactics and Lean's errors, up to this many times.",
+    )
+    num_attempts: int = Field(
+        1, ge=1, description="Attempts per theorem in evaluate() (pass@k), each its own seed."
+    )
+    seed: int = Field(0, description="Seed of sampling generators (attempt i uses seed + i).")
+    num_whole_proofs: int = Field(
+        8, ge=1, description="Candidate proofs generated and checked in whole-proof mode."
+    )
+    recheck: bool = Field(
+        True,
+        description="Replay a proof found by search from a fresh start of the proof on the "
+        "same server before reporting it.",
+    )
+    lean_check: bool = Field(
+        True,
+        description="Also check a proof found by search as a whole with Lean (the theorem "
+        "with its proof, in its file's context) when the theorem's source is known.",
+    )
+    server_uses: int = Field(
+        100, ge=1, description="Theorems a worker proves with one Lean server before a new one."
+    )
+    num_gpus: float = Field(0.0, ge=0, description="GPUs reserved for each Ray worker.")
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str | None = None) -> ProverConfig:
+        both = isinstance(data, Mapping) and set(data) <= {"prover", "training"}
+        if both and isinstance(data.get("prover"), Mapping):  # LeanDojo-v2's file of both
+            data = data["prover"]
+        return super().from_dict(data, source)
+
+    @model_validator(mode="after")
+    def _consistent(self, info: ValidationInfo) -> ProverConfig:
+        if self.use_vllm:
+            raise self.invalid(
+                info,
+                "use_vllm: leanloop does not run vLLM in-process",
+                hint="start 'vllm serve MODEL' and use ExternalProver(MODEL, "
+                "base_url='http://HOST:PORT/v1') (--generator external:MODEL --base-url ...)",
+            )
+        if self.progress_model is not None and self.progress_weight == 0:
+            raise self.invalid(
+                info,
+                "progress_model is set but progress_weight is 0, so it would not be used",
+                hint="set progress_weight > 0 (e.g. 0.5) or leave progress_model out",
+            )
+        if self.strategy == "depth_first" and self.batch_size > 1:
+            raise self.invalid(
+                info,
+                "depth_first expands one node at a time: batch_size must be 1",
+                hint="use strategy: best_first for batched expansions",
+            )
+        return self

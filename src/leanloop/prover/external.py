@@ -1,0 +1,212 @@
+"""``ExternalProver``: proving with a model behind any OpenAI-compatible chat-completions endpoint
+(OpenAI, vLLM, leanloop's own server), through the official ``openai`` client: ``n`` replies per
+state, ranked by their log-probability when the endpoint gives it (else in the order given),
+with a timeout and bounded retries; the failed tactics of a state are shown on a retry."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from leanloop.data.prompt import PromptFormat
+from leanloop.errors import LeanloopError
+from leanloop.ml.protocols import GeneratedTactic, Generator
+from leanloop.prover.base import BaseProver
+from leanloop.prover.config import ProverConfig
+from leanloop.prover.strategy import Failure
+from leanloop.prover.whole import WholeProofFormat
+from leanloop.settings import Settings
+
+
+class ChatGenerator:
+    """A ``Generator`` asking a chat-completions endpoint for ``k`` replies per state (one
+    request per state, ``n=k``); accepts ``feedback`` (the tactics that failed on each state
+    and Lean's errors), which goes into the request."""
+
+    accepts_feedback = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        api_key_env: str | None,
+        timeout: float,
+        max_retries: int,
+        temperature: float,
+        max_tokens: int,
+        logprobs: bool,
+        prompt_format: PromptFormat,
+    ) -> None:
+        import openai
+
+        self.model = model
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.logprobs = logprobs
+        self.prompt_format = prompt_format
+        self.client = openai.OpenAI(
+            api_key=_api_key(api_key_env) or "not-needed",
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    def generate_batch(
+        self,
+        states: Sequence[str],
+        k: int,
+        *,
+        feedback: Sequence[Sequence[Failure]] | None = None,
+        seed: int | None = None,
+        **_: Any,
+    ) -> list[list[GeneratedTactic]]:
+        from leanloop.ml.generation import rank_tactics
+
+        results = []
+        for index, state in enumerate(states):
+            messages = self.prompt_format.prompt(state)
+            failures = feedback[index] if feedback else ()
+            if failures:
+                messages[-1]["content"] += _feedback_text(failures)
+            results.append(rank_tactics(self._replies(messages, k, seed), self.prompt_format, k))
+        return results
+
+    def _replies(self, messages: list[dict[str, str]], n: int, seed: int | None):
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "n": n,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+        }
+        if self.logprobs:
+            request["logprobs"] = True
+        if seed is not None:
+            request["seed"] = seed
+        try:
+            response = self.client.chat.completions.create(**request)
+        except ValueError as exc:  # a body that is not JSON
+            raise LeanloopError(
+                f"the model endpoint's answer is not a chat completion ({exc})"
+            ) from None
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):
+            raise LeanloopError(
+                f"the model endpoint's answer has no list of choices: {_excerpt(response)}"
+            )
+        replies = []
+        for rank, choice in enumerate(choices):
+            content = getattr(getattr(choice, "message", None), "content", None)
+            if not isinstance(content, str):
+                continue
+            score = _logprob(choice)
+            replies.append((content, -float(rank) if score is None else score))
+        return replies
+
+
+def _logprob(choice: Any) -> float | None:
+    """The sum of the reply's token log-probabilities, if the endpoint gave them."""
+    tokens = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not tokens:
+        return None
+    try:
+        total = sum(float(token.logprob) for token in tokens)
+    except (AttributeError, TypeError, ValueError):
+        return None
+    return total if math.isfinite(total) else None
+
+
+def _feedback_text(failures: Sequence[Failure]) -> str:
+    lines = [f"- {f.tactic.strip()}\n  Lean: {f.error.strip().splitlines()[0]}" for f in failures]
+    return "\n\nThese tactics failed on this state:\n" + "\n".join(lines)
+
+
+def _api_key(variable: str | None) -> str | None:
+    """The API key in ``$variable`` (never shown); a clear error when it is not set."""
+    if variable is None:
+        return None
+    key = Settings.variable(variable)
+    if key is None:
+        raise LeanloopError(
+            f"ExternalProver: the API key variable ${variable} is not set",
+            hint=f"export {variable}=..., or pass api_key_env=None for an endpoint that needs "
+            "no key (a local server)",
+        )
+    return key
+
+
+def _excerpt(value: object, limit: int = 200) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+class ExternalProver(BaseProver):
+    """A prover whose model is behind an OpenAI-compatible chat-completions endpoint.
+
+    ``base_url`` is the endpoint (None: OpenAI's); the API key is read from the environment
+    variable ``api_key_env`` (None: send none, for a local server) when the prover is built and
+    again where it is used, never stored. Each request waits ``timeout`` seconds at most and is
+    retried ``max_retries`` times on a connection error, a timeout or a 5xx answer. Replies are
+    read with the shared prompt format; ``logprobs`` asks for log-probabilities to rank them.
+    """
+
+    def __init__(
+        self,
+        model_name: str = "gpt-4o-mini",
+        base_url: str | None = None,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 2,
+        temperature: float = 0.7,
+        max_tokens: int = 256,
+        logprobs: bool = True,
+        config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+        prompt_format: PromptFormat | None = None,
+        project_root: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__(config, project_root=project_root)
+        if timeout <= 0 or max_retries < 0:
+            raise LeanloopError(
+                f"ExternalProver: timeout={timeout}, max_retries={max_retries}: the timeout must "
+                "be positive and the retries at least 0"
+            )
+        _api_key(api_key_env)  # a missing key is an error now, not in a worker
+        self.model_name = model_name
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.logprobs = logprobs
+        self.prompt_format = prompt_format or PromptFormat()
+
+    @property
+    def name(self) -> str:
+        return f"external:{self.model_name}"
+
+    def _chat(self, prompt_format: PromptFormat, max_tokens: int) -> ChatGenerator:
+        return ChatGenerator(
+            self.model_name,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            temperature=self.temperature,
+            max_tokens=max_tokens,
+            logprobs=self.logprobs,
+            prompt_format=prompt_format,
+        )
+
+    def load_generator(self) -> Generator:
+        return self._chat(self.prompt_format, self.max_tokens)
+
+    def load_whole_proof_generator(self) -> Generator:
+        return self._chat(WholeProofFormat(), 4 * self.max_tokens)
+
+    def generator_options(self, attempt: int) -> dict[str, Any]:
+        return {"seed": self.config.seed + attempt}

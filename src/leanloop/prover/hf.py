@@ -1,0 +1,100 @@
+"""``HFProver``: proving with a causal language model checkpoint as the trainers write it (a full
+model or a LoRA adapter, or a trainer's output directory), k tactics per state by beam search or
+sampling, ranked by log-probability, in the prompt format it was trained with."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from leanloop.errors import LeanloopError
+from leanloop.ml.protocols import Generator
+from leanloop.prover.base import BaseProver
+from leanloop.prover.config import ProverConfig
+from leanloop.prover.whole import WholeProofFormat
+
+
+class HFProver(BaseProver):
+    """A prover around ``TacticGenerator`` (see :class:`BaseProver` for ``config`` and
+    ``project_root``).
+
+    ``ckpt_path`` is a checkpoint directory, a trainer's ``output_dir`` (its latest checkpoint),
+    a LoRA adapter directory (loaded onto its base model) or a model name. ``use_lora=True``
+    asserts it is an adapter. ``device="auto"`` picks the accelerator there is. ``decoding``
+    holds ``DecodingOptions`` fields (``method``: ``beam`` by default, or ``sample`` with
+    ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...).
+    """
+
+    def __init__(
+        self,
+        ckpt_path: str | os.PathLike,
+        use_lora: bool = False,
+        device: str = "auto",
+        *,
+        config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+        decoding: Mapping[str, Any] | None = None,
+        project_root: str | os.PathLike | None = None,
+    ) -> None:
+        super().__init__(config, project_root=project_root)
+        self.ckpt_path = os.fspath(ckpt_path)
+        self.use_lora = use_lora
+        self.device = device
+        self.decoding = dict(decoding or {})
+        _check_checkpoint(self.ckpt_path, use_lora)
+
+    @property
+    def name(self) -> str:
+        return f"hf:{self.ckpt_path}"
+
+    def load_generator(self) -> Generator:
+        from leanloop.ml.generation import TacticGenerator
+
+        device = None if self.device == "auto" else self.device
+        return TacticGenerator(self.ckpt_path, device=device, **self.decoding)
+
+    def load_whole_proof_generator(self) -> Generator:
+        from leanloop.ml.generation import TacticGenerator
+
+        tactics = self.generator
+        whole = dict(self.decoding)
+        whole.setdefault("max_new_tokens", max(4 * tactics.options.max_new_tokens, 256))
+        return TacticGenerator.from_model(
+            tactics.model,
+            tactics.tokenizer,
+            prompt_format=WholeProofFormat(),
+            device=tactics.device,
+            **whole,
+        )
+
+    def generator_options(self, attempt: int) -> dict[str, Any]:
+        if self.decoding.get("method") == "sample":
+            return {"seed": self.config.seed + attempt}
+        return {}
+
+
+def _check_checkpoint(ckpt_path: str, use_lora: bool) -> None:
+    """A clear error now, not when the model loads in a worker, for a missing directory or a
+    directory that is not the adapter ``use_lora`` asks for."""
+    from leanloop.ml.causal import ADAPTER_CONFIG
+    from leanloop.ml.models import latest_checkpoint
+
+    path = Path(ckpt_path).expanduser()
+    looks_like_path = path.is_absolute() or ckpt_path.startswith((".", "~")) or path.exists()
+    if not path.exists():
+        if looks_like_path:
+            raise LeanloopError(
+                f"checkpoint {ckpt_path}: no such directory",
+                hint="give a trainer's output_dir, a checkpoint or adapter directory, or a "
+                "model name",
+            )
+        if use_lora:
+            raise LeanloopError(f"use_lora=True needs a LoRA adapter directory, not {ckpt_path}")
+        return
+    directory = latest_checkpoint(path) or path
+    if use_lora and not (directory / ADAPTER_CONFIG).is_file():
+        raise LeanloopError(
+            f"checkpoint {directory} holds no LoRA adapter ({ADAPTER_CONFIG} is missing)",
+            hint="use_lora=False loads a full model",
+        )

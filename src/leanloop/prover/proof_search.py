@@ -1,0 +1,371 @@
+"""Proof search over proof states: each expansion asks the generator for k ranked tactics, runs
+them with ``LeanServer.run_tactic`` and adds each new state as a child, in the order of a
+strategy (best-first on the path's log-probability, optionally guided by predicted steps
+remaining, or depth-first), within the time, expansion and depth budgets of ``ProverConfig``."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from leanloop.data.prompt import collapse_whitespace
+from leanloop.data.records import AttemptStatus
+from leanloop.lean.errors import LeanError
+from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
+from leanloop.ml.protocols import Generator
+from leanloop.prover.config import ProverConfig
+from leanloop.prover.result import SearchResult
+from leanloop.prover.strategy import STRATEGIES, Failure, Frontier, Node
+from leanloop.prover.target import Target
+
+log = logging.getLogger(__name__)
+
+
+class ProgressModel(Protocol):
+    """Predicts the steps remaining after a tactic (``ProgressScorer``)."""
+
+    def predict_batch(self, items: Sequence[tuple[str, str | None, str]]) -> list[float]: ...
+
+
+def accepts_feedback(generator: Generator) -> bool:
+    """Whether a generator takes ``feedback=``: for each state, the tactics that failed on it
+    and Lean's errors (a list of ``Failure``)."""
+    return bool(getattr(generator, "accepts_feedback", False))
+
+
+def search(
+    server: LeanServer,
+    target: Target,
+    generator: Generator,
+    config: ProverConfig | None = None,
+    *,
+    progress: ProgressModel | None = None,
+    frontier: Frontier | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> SearchResult:
+    """Search for a proof of ``target`` on ``server``; never raises for a failure of the
+    server or the generator (the result is then ``error``, with the reason).
+
+    ``options`` go to every ``generator.generate_batch`` call; ``frontier`` replaces the
+    strategy ``config.strategy`` names; ``progress`` is used when ``config.progress_weight`` >
+    0. A proof found is replayed from a fresh start (``config.recheck``) and, on a Lean server
+    and where the theorem's source is known, checked as a whole (``config.lean_check``) before
+    it is reported: ``proved`` on a server that checks with Lean, ``replayed`` otherwise.
+    """
+    config = config or ProverConfig()
+    if config.progress_weight > 0 and progress is None:
+        raise ValueError("config.progress_weight > 0 needs a progress model")
+    frontier = frontier if frontier is not None else STRATEGIES[config.strategy]()
+    return _Search(server, target, generator, config, progress, frontier, options or {}).run()
+
+
+class _Stop(Exception):
+    """Ends the search loop with an outcome."""
+
+    def __init__(self, status: AttemptStatus, error: str | None = None, proof=None) -> None:
+        super().__init__(status.value)
+        self.status = status
+        self.error = error
+        self.proof = proof
+
+
+class _Search:
+    def __init__(self, server, target, generator, config, progress, frontier, options) -> None:
+        self.server = server
+        self.target = target
+        self.generator = generator
+        self.config = config
+        self.progress = progress if config.progress_weight > 0 else None
+        self.frontier = frontier
+        self.options = dict(options)
+        self.feedback = accepts_feedback(generator)
+        self.nodes: dict[str, Node] = {}
+        self.expansions = 0
+        self.lean_seconds = 0.0
+        self.model_seconds = 0.0
+        self.unused: list[ProofState] = []  # states to release
+        self.server_failed = False
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def run(self) -> SearchResult:
+        started = time.perf_counter()
+        deadline = started + self.config.timeout
+        try:
+            try:
+                root_state = self._lean(self.target.start, self.server)
+            except LeanError as exc:
+                raise _Stop(AttemptStatus.ERROR, f"cannot start the proof: {exc}") from None
+            root = Node(root_state, root_state.pretty, None, None, 0.0, 0, 0.0, 0.0)
+            self.nodes[root.key] = root
+            self.frontier.push(root)
+            self._loop(deadline)
+        except _Stop as stop:
+            outcome = stop
+        except LeanError as exc:
+            outcome = _Stop(AttemptStatus.ERROR, f"the Lean server failed: {exc}")
+        if outcome.status is AttemptStatus.PROVED:
+            outcome = self._confirm(outcome.proof)
+        self._release_all()
+        return SearchResult(
+            target=self.target.label,
+            status=outcome.status,
+            proof=tuple(outcome.proof) if outcome.status.found_proof else None,
+            error=outcome.error,
+            expansions=self.expansions,
+            tree_size=len(self.nodes),
+            seconds=time.perf_counter() - started,
+            lean_seconds=self.lean_seconds,
+            model_seconds=self.model_seconds,
+        )
+
+    def _loop(self, deadline: float) -> None:
+        config = self.config
+        while True:
+            if time.perf_counter() >= deadline:
+                raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+            room = config.batch_size
+            if config.max_expansions is not None:
+                room = min(room, config.max_expansions - self.expansions)
+                if room <= 0:
+                    raise _Stop(
+                        AttemptStatus.BUDGET,
+                        f"no proof within {config.max_expansions} expansions",
+                    )
+            batch = self.frontier.pop_many(room)
+            if not batch:
+                raise _Stop(AttemptStatus.FAILED, "the search space is exhausted")
+            try:
+                suggestions = self._generate(batch)
+            except _Stop:
+                self.unused.extend(n.state for n in batch)
+                raise
+            for index, (node, candidates) in enumerate(zip(batch, suggestions, strict=True)):
+                self.expansions += 1
+                node.expansions += 1
+                try:
+                    self._expand(node, candidates, deadline)
+                except _Stop:
+                    self.unused.extend(n.state for n in batch[index:])
+                    raise
+            if self.unused:
+                self._lean(self.server.release, *self.unused)
+                self.unused.clear()
+            if config.debug:
+                self._check_invariants()
+
+    def _generate(self, batch: list[Node]) -> list[Sequence]:
+        options = self.options
+        if self.feedback:
+            options = {**options, "feedback": [list(node.failures or ()) for node in batch]}
+        started = time.perf_counter()
+        try:
+            suggestions = self.generator.generate_batch(
+                [node.key for node in batch], self.config.num_sampled_tactics, **options
+            )
+        except Exception as exc:  # any failure of a model ends this theorem only
+            problem = f"the tactic generator failed: {describe_exception(exc)}"
+            raise _Stop(AttemptStatus.ERROR, problem) from None
+        finally:
+            self.model_seconds += time.perf_counter() - started
+        if not isinstance(suggestions, list | tuple) or len(suggestions) != len(batch):
+            got = len(suggestions) if isinstance(suggestions, list | tuple) else suggestions
+            raise _Stop(
+                AttemptStatus.ERROR,
+                f"the tactic generator returned {_excerpt(got)} for {len(batch)} states "
+                "(expected a list of ranked tactics for each)",
+            )
+        return suggestions
+
+    def _expand(self, node: Node, candidates: Sequence, deadline: float) -> None:
+        config = self.config
+        children: list[Node] = []
+        if node.tried is None:
+            node.tried, node.failures = set(), []
+        for candidate in _checked(candidates):
+            tactic, score = candidate
+            key = collapse_whitespace(tactic)
+            if key in node.tried:
+                continue
+            node.tried.add(key)
+            if time.perf_counter() >= deadline:
+                raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+            result = self._lean(self.server.run_tactic, node.state, tactic)
+            if isinstance(result, TacticFailed):
+                node.failures.append(Failure(tactic, result.error))
+            elif isinstance(result, ProofFinished):
+                if time.perf_counter() > deadline:  # found too late: not within the budget
+                    raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+                raise _Stop(AttemptStatus.PROVED, proof=[*node.path(), tactic])
+            else:
+                key = result.pretty
+                if key in self.nodes:  # a state already in the tree is not added again
+                    self.unused.append(result)
+                    continue
+                logprob = node.logprob + score
+                child = Node(result, key, node, tactic, score, node.depth + 1, logprob, logprob)
+                self.nodes[key] = child
+                children.append(child)
+        if config.debug:
+            log.info(
+                "expansion %d (depth %d, priority %.3f): %d new states, %d tactics failed",
+                self.expansions,
+                node.depth,
+                node.priority,
+                len(children),
+                len(node.failures),
+            )
+        if self.progress is not None and children:
+            self._guide(node, children)
+        open_children = children
+        if config.max_depth is not None and node.depth + 1 >= config.max_depth:
+            open_children = []  # a proof may still end here, but none goes deeper
+            self.unused.extend(c.state for c in children)
+        if open_children:
+            open_children.sort(key=lambda c: -c.priority)
+            self.frontier.push_children(open_children)
+        if (
+            not children
+            and node.failures
+            and self.feedback
+            and node.expansions <= config.feedback_retries
+        ):
+            self.frontier.push(node)  # asked again, with Lean's errors
+        else:
+            self.unused.append(node.state)
+
+    def _guide(self, parent: Node, children: list[Node]) -> None:
+        """LeanProgress: priority = log-probability − weight × predicted steps remaining."""
+        prefix = "\n".join(parent.path()) or None
+        started = time.perf_counter()
+        try:
+            remaining = self.progress.predict_batch(
+                [(parent.key, prefix, child.tactic) for child in children]
+            )
+        except Exception as exc:
+            problem = f"the progress model failed: {describe_exception(exc)}"
+            raise _Stop(AttemptStatus.ERROR, problem) from None
+        finally:
+            self.model_seconds += time.perf_counter() - started
+        for child, steps in zip(children, remaining, strict=True):
+            child.priority = child.logprob - self.config.progress_weight * float(steps)
+
+    # -- after the search --------------------------------------------------------------------
+
+    def _confirm(self, proof: list[str]) -> _Stop:
+        """Replay the proof from a fresh start and check it whole with Lean where possible."""
+        server = self.server
+        if self.config.recheck:
+            problem = self._replay(proof)
+            if problem is not None:
+                return _Stop(AttemptStatus.ERROR, f"the proof found does not replay: {problem}")
+        if not server.checks_with_lean:
+            return _Stop(AttemptStatus.REPLAYED, proof=proof)
+        code = self.target.tactics_code(proof) if self.target.goal is None else None
+        if self.config.lean_check and code is not None:
+            try:
+                checked = self._lean(server.check, code)
+            except LeanError as exc:
+                return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the check: {exc}")
+            if not checked.accepted:
+                first = checked.errors[0].text if checked.errors else checked.verdict.value
+                return _Stop(
+                    AttemptStatus.ERROR,
+                    f"Lean rejected the proof found, checked as a whole: {first}",
+                )
+        return _Stop(AttemptStatus.PROVED, proof=proof)
+
+    def _replay(self, proof: list[str]) -> str | None:
+        """None when ``proof`` finishes from a fresh start of the target, else the problem."""
+        try:
+            state = self._lean(self.target.start, self.server)
+            try:
+                for index, tactic in enumerate(proof, 1):
+                    result = self._lean(self.server.run_tactic, state, tactic)
+                    if isinstance(result, TacticFailed):
+                        return f"step {index} ({tactic!r}) failed: {result.error}"
+                    if isinstance(result, ProofFinished) != (index == len(proof)):
+                        return f"step {index} ({tactic!r}) did not end where the search did"
+                    if isinstance(result, ProofState):
+                        self._lean(self.server.release, state)
+                        state = result
+            finally:
+                if not self.server_failed:
+                    self._lean(self.server.release, state)
+        except LeanError as exc:
+            return f"the Lean server failed: {exc}"
+        return None
+
+    def _release_all(self) -> None:
+        if self.server_failed:  # nothing to tell a server that failed
+            return
+        states = self.unused + [node.state for node in self.frontier.drain()]
+        if states:
+            try:
+                self._lean(self.server.release, *states)
+            except LeanError as exc:
+                log.warning("could not release %d proof states: %s", len(states), exc)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _lean(self, call, *args):
+        started = time.perf_counter()
+        try:
+            return call(*args)
+        except LeanError:
+            self.server_failed = True
+            raise
+        finally:
+            self.lean_seconds += time.perf_counter() - started
+
+    def _check_invariants(self) -> None:
+        for key, node in self.nodes.items():
+            assert node.key == key == node.state.pretty, key
+            if node.parent is None:
+                assert node.depth == 0 and node.logprob == 0.0
+                continue
+            assert self.nodes.get(node.parent.key) is node.parent, "parent outside the tree"
+            assert node.depth == node.parent.depth + 1
+            assert math.isclose(node.logprob, node.parent.logprob + node.score, abs_tol=1e-9)
+            assert collapse_whitespace(node.tactic or "") in node.parent.tried
+
+
+def _checked(candidates: Sequence) -> list[tuple[str, float]]:
+    """The candidates as (tactic, finite score) pairs; anything else ends the search."""
+    if not isinstance(candidates, list | tuple):
+        raise _Stop(
+            AttemptStatus.ERROR,
+            f"the tactic generator returned {_excerpt(repr(candidates))} for a state "
+            "(expected a list of (tactic, score))",
+        )
+    checked = []
+    for candidate in candidates:
+        try:
+            tactic, score = candidate
+            score = float(score)
+            valid = isinstance(tactic, str) and not math.isnan(score)
+        except (TypeError, ValueError):
+            valid = False
+        if not valid:
+            raise _Stop(
+                AttemptStatus.ERROR,
+                f"the tactic generator returned {_excerpt(repr(candidate))} "
+                "(expected (tactic, score))",
+            )
+        if tactic.strip():
+            checked.append((tactic, score))
+    return checked
+
+
+def describe_exception(exc: BaseException) -> str:
+    """An exception in one line: its type and the first line of its message."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {_excerpt(text)}" if text else type(exc).__name__
+
+
+def _excerpt(value: object, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,75 @@
+"""``SearchResult``: how one attempt at a theorem ended (proved, replayed, failed, timeout, budget
+or error), with its proof, its counts and times, and its record for the database."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
+
+
+class SearchResult(BaseModel):
+    """The outcome of a search (or of whole-proof mode) on one theorem or goal.
+
+    ``proof`` is set exactly when ``status`` is ``proved`` (Lean accepted it) or ``replayed``
+    (found again in recorded data, which no Lean checked): the tactics from the first state to
+    the finished proof, or one whole proof in whole-proof mode. ``error`` says why for
+    ``error`` (and what was found otherwise, e.g. the step a re-check stopped at).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    target: str = Field(description="The theorem's full name, or the goal.")
+    status: AttemptStatus
+    proof: tuple[str, ...] | None = None
+    error: str | None = None
+    expansions: int = Field(0, ge=0, description="Nodes expanded (generator calls per node).")
+    tree_size: int = Field(0, ge=0, description="Distinct proof states in the search tree.")
+    seconds: float = Field(0.0, ge=0, description="Wall-clock time of the whole attempt.")
+    lean_seconds: float = Field(0.0, ge=0, description="Time spent waiting for the server.")
+    model_seconds: float = Field(0.0, ge=0, description="Time spent in the generator.")
+
+    @property
+    def found_proof(self) -> bool:
+        return self.status.found_proof
+
+    @property
+    def proof_text(self) -> str | None:
+        """The proof as the body of a ``by`` block (one tactic a line)."""
+        return None if self.proof is None else "\n".join(self.proof)
+
+    def to_attempt(
+        self, theorem: Theorem, *, run: str, attempt: int = 0, prover: str = ""
+    ) -> ProofAttempt:
+        """The database record of this result as attempt ``attempt`` of ``run``."""
+        return ProofAttempt(
+            run=run,
+            url=theorem.url,
+            commit=theorem.commit,
+            file_path=theorem.file_path,
+            full_name=theorem.full_name,
+            attempt=attempt,
+            status=self.status,
+            proof=self.proof,
+            prover=prover,
+            expansions=self.expansions,
+            tree_size=self.tree_size,
+            seconds=self.seconds,
+            lean_seconds=self.lean_seconds,
+            model_seconds=self.model_seconds,
+            error=self.error,
+        )
+
+    def __str__(self) -> str:
+        outcome = describe_status(self.status)
+        detail = f": {self.error}" if self.error else ""
+        return (
+            f"{self.target}: {outcome}{detail} ({self.expansions} expansions, {self.seconds:.2f} s)"
+        )
+
+
+def describe_status(status: AttemptStatus) -> str:
+    """How an outcome is shown to a user: a replay says what it found, never 'proved'."""
+    if status is AttemptStatus.REPLAYED:
+        return "replayed (recorded proof found)"
+    return status.value

@@ -1,0 +1,136 @@
+"""``leanloop prove``: the replay of the real sample end to end (one JSON object per theorem,
+outcomes called 'replayed (recorded proof found)', never 'proved'), reruns, the report files, and
+one-line errors (no Lean without --replay, bad options)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leanloop.cli.app import main
+from leanloop.database import DynamicDatabase
+from tests.test_replay_server import UNREPLAYABLE
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *words: str) -> None:
+    assert code != 0 and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[0].startswith("error:") and len(lines) <= 2, err
+    for word in words:
+        assert word in err, f"{word!r} not in {err!r}"
+
+
+def test_replay_of_the_sample_as_json(capsys, sample_dir, tmp_path):
+    db = str(tmp_path / "p.db")
+    out_dir = tmp_path / "report"
+    argv = ["prove", "--dataset", str(sample_dir), "--replay", "--db", db, "--json"]
+    code, out, err = run(capsys, *argv, "--out", str(out_dir))
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 85  # the theorems with traced tactics
+    assert all(set(r) >= {"full_name", "status", "proof", "expansions", "seconds"} for r in rows)
+    assert {r["full_name"] for r in rows if r["status"] == "failed"} == set(UNREPLAYABLE)
+    assert sum(r["status"] == "replayed" and bool(r["proof"]) for r in rows) == 81
+    assert "92 theorems without traced tactics are left out" in err
+    assert "replayed (recorded proof found)" in err and "proved" not in err
+    assert "recorded proofs found: pass@1 0.953 on 85 theorems" in err
+    (report,) = out_dir.glob("*.json")
+    assert json.loads(report.read_text())["status_counts"] == {"replayed": 81, "failed": 4}
+    assert len(list(out_dir.glob("*.png"))) == 1
+    stored = DynamicDatabase(db).get_attempts("recorded:leandojo_benchmark_4/test:replay")
+    assert len(stored) == 85
+
+    # a rerun skips everything finished, and still shows every theorem
+    code, out, err = run(capsys, *argv, "--out", str(out_dir))
+    assert code == 0 and len(out.splitlines()) == 85
+    assert "85 attempts were already finished in this run" in err
+
+
+def test_summary_table_and_options(capsys, sample_dir, tmp_path):
+    config = tmp_path / "prover.yaml"
+    config.write_text("num_sampled_tactics: 4\nstrategy: depth_first\nmax_expansions: 50\n")
+    code, out, err = run(
+        capsys,
+        "prove",
+        "--dataset",
+        str(sample_dir),
+        "--split",
+        "random/test",
+        "--replay",
+        "--generator",
+        "recorded",
+        "--config",
+        str(config),
+        "--limit",
+        "5",
+        "--run",
+        "five",
+        "--db",
+        str(tmp_path / "t.db"),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert code == 0, err
+    assert "run five" in out and "replayed (recorded proof found)" in out
+    assert "on 5 theorems" in out and "proved" not in out
+    assert (tmp_path / "o" / "five.json").is_file()
+
+
+def test_without_lean_and_without_replay_one_line_says_lean_is_needed(
+    capsys, sample_dir, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no elan, lake or lean to be found
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
+    code, _, err = run(
+        capsys,
+        "prove",
+        "--dataset",
+        str(sample_dir),
+        "--generator",
+        "recorded",
+        "--db",
+        str(tmp_path / "x.db"),
+    )
+    assert_one_line_error(code, err, "proving needs Lean", "--replay")
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        (["--replay", "--generator", "gpt"], ["--generator gpt", "recorded, hf:PATH"]),
+        (["--replay", "--split", "val"], ["no split 'val'", "random/test"]),
+        (["--replay", "--generator", "hf:/no/such/model"], ["checkpoint /no/such/model"]),
+        (["--replay", "--config", "missing.yaml"], ["missing.yaml", "does not exist"]),
+        ([], ["choose what proposes tactics"]),
+    ],
+)
+def test_bad_input_is_one_line(capsys, sample_dir, tmp_path, extra, words):
+    code, _, err = run(
+        capsys, "prove", "--dataset", str(sample_dir), "--db", str(tmp_path / "b.db"), *extra
+    )
+    assert_one_line_error(code, err, *words)
+
+
+def test_an_external_model_without_its_key_is_refused(capsys, sample_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("LEANLOOP_TEST_KEY", raising=False)
+    code, _, err = run(
+        capsys,
+        "prove",
+        "--dataset",
+        str(sample_dir),
+        "--replay",
+        "--generator",
+        "external:some-model",
+        "--api-key-env",
+        "LEANLOOP_TEST_KEY",
+        "--db",
+        str(tmp_path / "k.db"),
+    )
+    assert_one_line_error(code, err, "$LEANLOOP_TEST_KEY is not set")

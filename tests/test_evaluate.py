@@ -1,0 +1,183 @@
+"""Evaluation over many theorems: two Ray workers give what one process gives, a worker that dies
+loses only its theorem, each result is in the database as its theorem finishes and a rerun skips
+what is finished; the report's pass@k, counts, JSON and plot."""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from leanloop.data.records import AttemptStatus
+from leanloop.database import DynamicDatabase
+from leanloop.prover.evaluation import evaluate
+from leanloop.prover.recorded import RecordedProver
+from leanloop.prover.replay import ReplayServer
+from leanloop.prover.report import EvaluationReport, pass_at_k
+from tests.helpers import sample_theorems
+from tests.test_replay_server import UNREPLAYABLE
+
+
+@pytest.fixture(scope="module")
+def theorems(sample_dir):
+    """Ten replayable theorems, one that cannot be replayed and a term-mode one."""
+    everything = sample_theorems(sample_dir)
+    traced = [t for t in everything if t.traced_tactics and t.full_name not in UNREPLAYABLE]
+    unreplayable = next(t for t in everything if t.full_name in UNREPLAYABLE)
+    term_mode = next(t for t in everything if not t.traced_tactics)
+    return [*traced[:10], unreplayable, term_mode]
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    # the workers receive this module's classes by value (they cannot import the tests)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield ray
+    ray.shutdown()
+
+
+def prover(sample_dir, **config):
+    return RecordedProver(sample_dir, config={"num_sampled_tactics": 8, **config})
+
+
+def outcome(report: EvaluationReport) -> dict:
+    return {
+        a.full_name: (a.status, a.proof, a.expansions, a.tree_size, a.error)
+        for a in report.attempts
+    }
+
+
+class Stalling(ReplayServer):
+    """Writes the id of its process (the worker's) to ``pidfile`` when asked to start
+    ``victim``, then waits there to be killed."""
+
+    def __init__(self, dataset, victim: str, pidfile: str) -> None:
+        super().__init__(sample_theorems(dataset))
+        self.victim, self.pidfile = victim, pidfile
+
+    def start_recorded(self, theorem):
+        if theorem.full_name == self.victim:
+            Path(self.pidfile).write_text(str(os.getpid()))
+            time.sleep(120)
+        return super().start_recorded(theorem)
+
+
+def kill_when_stalled(pidfile: Path) -> threading.Thread:
+    """Kill (SIGKILL, from outside) the worker that wrote ``pidfile``, once it has."""
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+    thread = threading.Thread(target=killer, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_two_ray_workers_give_the_sequential_results(local_ray, sample_dir, theorems, tmp_path):
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    alone = evaluate(theorems, prover(sample_dir), factory, num_workers=1)
+    database = DynamicDatabase(tmp_path / "ray.db")
+    together = evaluate(
+        theorems, prover(sample_dir), factory, num_workers=2, database=database, run="ray"
+    )
+    assert outcome(together) == outcome(alone)
+    statuses = [a.status for a in alone.attempts]
+    assert statuses.count(AttemptStatus.REPLAYED) == 10
+    assert statuses.count(AttemptStatus.FAILED) == 1 and statuses.count(AttemptStatus.ERROR) == 1
+    term_mode = next(a for a in alone.attempts if a.status is AttemptStatus.ERROR)
+    assert "no traced tactics" in term_mode.error
+    assert {a.full_name for a in database.get_attempts("ray")} == {t.full_name for t in theorems}
+
+
+def test_a_worker_killed_mid_run_loses_only_its_theorem(local_ray, sample_dir, theorems, tmp_path):
+    victim = theorems[3].full_name
+    database = DynamicDatabase(tmp_path / "crash.db")
+    pidfile = tmp_path / "victim.pid"
+    stalling = functools.partial(Stalling, sample_dir, victim, str(pidfile))
+    killer = kill_when_stalled(pidfile)
+    report = evaluate(
+        theorems[:6], prover(sample_dir), stalling, num_workers=2, database=database, run="c"
+    )
+    killer.join(5)
+    stored = {a.full_name: a for a in database.get_attempts("c")}
+    assert len(stored) == 6
+    assert stored[victim].status is AttemptStatus.ERROR
+    assert "the worker proving it stopped" in stored[victim].error
+    assert all(a.status is AttemptStatus.REPLAYED for n, a in stored.items() if n != victim)
+    assert outcome(report)[victim][0] is AttemptStatus.ERROR
+    # a rerun of the run tries the lost theorem again, and only it
+    again = []
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    rerun = evaluate(
+        theorems[:6],
+        prover(sample_dir),
+        factory,
+        database=database,
+        run="c",
+        on_result=again.append,
+    )
+    assert [a.full_name for a in again] == [victim]
+    assert rerun.status_counts == {"replayed": 6}
+
+
+def test_results_are_stored_as_they_come_and_a_rerun_skips_them(sample_dir, theorems, tmp_path):
+    database = DynamicDatabase(tmp_path / "seq.db")
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    seen, progress = [], []
+
+    def stored_already(attempt):
+        seen.append(attempt.full_name)
+        assert attempt.full_name in {a.full_name for a in database.get_attempts("s")}
+
+    evaluate(
+        theorems[:4],
+        prover(sample_dir),
+        factory,
+        database=database,
+        run="s",
+        on_result=stored_already,
+        progress=lambda done, total: progress.append((done, total)),
+    )
+    assert len(seen) == 4 and progress[-1] == (4, 4)
+    seen.clear()
+    report = evaluate(theorems, prover(sample_dir), factory, database=database, run="s")
+    assert report.theorems == len(theorems) and len(report.attempts) == len(theorems)
+    again = []
+    evaluate(
+        theorems, prover(sample_dir), factory, database=database, run="s", on_result=again.append
+    )
+    assert again == [a for a in again if a.status is AttemptStatus.ERROR]  # errors are retried
+
+
+def test_attempts_pass_at_k_and_the_report_files(sample_dir, theorems, tmp_path):
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    report = evaluate(theorems[:3], prover(sample_dir, num_attempts=2), factory)
+    assert report.k == 2 and len(report.attempts) == 6 and report.theorems == 3
+    assert report.pass_at_1 == report.pass_at_k == 1.0 and report.replayed_only
+    assert {a.attempt for a in report.attempts} == {0, 1}
+    path = report.to_json(tmp_path / "r" / "report.json")
+    data = json.loads(path.read_text())
+    assert data["status_counts"] == {"replayed": 6} and data["pass_at_1"] == 1.0
+    assert report.plot(tmp_path / "r" / "report.png").stat().st_size > 1000
+    assert pass_at_k(2, 1, 1) == 0.5 and pass_at_k(2, 1, 2) == 1.0 and pass_at_k(5, 0, 3) == 0.0
+    assert pass_at_k(10, 3, 2) == pytest.approx(1 - (7 * 6) / (10 * 9))
+
+
+def test_whole_proof_mode_of_a_prover_without_one_is_an_error_per_theorem(sample_dir, theorems):
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    report = evaluate(theorems[:2], prover(sample_dir), factory, mode="whole")
+    assert report.status_counts == {"error": 2}
+    assert all("has no whole-proof mode" in a.error for a in report.attempts)

@@ -1,0 +1,146 @@
+"""HFProver on checkpoints as the SFT trainer writes them (a full model and a LoRA adapter, by
+their output_dir), against the replay environment on real theorems: a model trained on their
+steps finds their recorded proofs; the model loads on first use and is not shipped when the
+prover is pickled; whole-proof mode reports only checked proofs."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from leanloop.data.records import AttemptStatus, Repository
+from leanloop.database import DynamicDatabase, SplitConfig
+from leanloop.errors import LeanloopError
+from leanloop.prover.hf import HFProver
+from leanloop.prover.replay import ReplayServer
+from tests.helpers import sample_theorems
+from tests.tiny_causal import shared_tiny_model
+
+# transformers itself calls its deprecated name while TRL trains
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:`is_gradient_checkpointing` is deprecated:FutureWarning"
+)
+
+
+@pytest.fixture(scope="module")
+def few(sample_dir):
+    """Three real theorems with one- and two-step proofs."""
+    return [t for t in sample_theorems(sample_dir) if 1 <= len(t.traced_tactics) <= 2][:3]
+
+
+def train(root, tiny, few, **options):
+    from leanloop.trainer.sft import SFTTrainer
+
+    repo = Repository(url=few[0].url, commit=few[0].commit)
+    database = DynamicDatabase(root / "lean.db")
+    database.add_repository(repo, few)
+    database.export_merged_data([repo], root / "pre", split_config=SplitConfig(val=0, test=0))
+    trainer = SFTTrainer(
+        str(tiny),
+        output_dir=root / "out",
+        batch_size=4,
+        lr_scheduler_type="constant",
+        logging_steps=20,
+        progress_bars=False,
+        plot_curves=False,
+        **options,
+    )
+    trainer.train([repo], database, root / "data")
+    return root / "out"
+
+
+@pytest.fixture(scope="module")
+def trained(sample_dir, few, tmp_path_factory):
+    """A trainer's output_dir: the tiny model fine-tuned until it knows the theorems' steps."""
+    tiny = shared_tiny_model(sample_dir)
+    return train(tmp_path_factory.mktemp("full"), tiny, few, lr=3e-3, max_steps=80)
+
+
+@pytest.fixture(scope="module")
+def adapter(sample_dir, few, tmp_path_factory):
+    """A trainer's output_dir holding a LoRA adapter (two steps: only its loading matters)."""
+    from peft import LoraConfig
+
+    tiny = shared_tiny_model(sample_dir)
+    lora = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    return train(tmp_path_factory.mktemp("lora"), tiny, few, lr=1e-3, max_steps=2, lora_config=lora)
+
+
+def prover(path, **kwargs) -> HFProver:
+    return HFProver(
+        path,
+        config={"num_sampled_tactics": 4, **kwargs.pop("config", {})},
+        decoding={"max_new_tokens": 48, **kwargs.pop("decoding", {})},
+        **kwargs,
+    )
+
+
+def test_a_trained_checkpoint_finds_the_recorded_proofs(trained, few):
+    hf = prover(trained)
+    assert hf._generator is None  # nothing loaded yet
+    server = ReplayServer(few)
+    for theorem in few:
+        result = hf.search(server, theorem=theorem)
+        assert result.status is AttemptStatus.REPLAYED, result
+        assert len(result.proof) == len(theorem.traced_tactics)
+        assert result.model_seconds > 0 and result.expansions >= len(result.proof)
+    first = few[0].traced_tactics[0]
+    assert hf.next_tactic(first.state_before) == first.tactic
+    by_goal = hf.search(server, goal=first.state_before)
+    assert by_goal.status is AttemptStatus.REPLAYED
+    assert hf.name == f"hf:{trained}"
+
+
+def test_sampling_is_seeded_by_attempt(trained, few):
+    hf = prover(trained, decoding={"method": "sample", "num_samples": 6, "temperature": 1.5})
+    assert hf.generator_options(2) == {"seed": 2}
+    server = ReplayServer(few)
+    runs = [hf.search(server, theorem=few[1], attempt=a) for a in (0, 0, 1)]
+    assert runs[0].proof == runs[1].proof and runs[0].expansions == runs[1].expansions
+    assert all(r.status in (AttemptStatus.REPLAYED, AttemptStatus.FAILED) for r in runs)
+
+
+def test_the_prover_ships_without_its_model(trained, few):
+    hf = prover(trained)
+    before = pickle.dumps(hf)
+    hf.search(ReplayServer(few), theorem=few[0])
+    assert hf._generator is not None
+    shipped = pickle.dumps(hf)
+    assert shipped == before  # no weights inside
+    copy = pickle.loads(shipped)
+    assert copy._generator is None
+    assert copy.search(ReplayServer(few), theorem=few[0]).status is AttemptStatus.REPLAYED
+
+
+def test_a_lora_adapter_checkpoint(adapter, trained, few):
+    hf = prover(adapter, use_lora=True)
+    result = hf.search(ReplayServer(few), theorem=few[0])
+    assert hasattr(hf.generator.model, "peft_config")  # the adapter on its base model
+    assert result.status in (AttemptStatus.REPLAYED, AttemptStatus.FAILED)
+    assert result.expansions >= 1 and result.model_seconds > 0
+    with pytest.raises(LeanloopError, match="holds no LoRA adapter"):
+        HFProver(trained, use_lora=True)
+    with pytest.raises(LeanloopError, match="no such directory"):
+        HFProver("/no/such/checkpoint")
+
+
+def test_whole_proof_mode_reports_only_checked_proofs(trained, few):
+    hf = prover(trained, config={"num_whole_proofs": 4})
+    candidates = hf.generate_whole_proofs(few[0], 4)
+    assert 1 <= len(candidates) <= 4 and all(isinstance(c, str) and c for c in candidates)
+    server = ReplayServer(few)
+    outcomes = []
+    for theorem in few:
+        result = hf.prove_whole(server, theorem=theorem)
+        outcomes.append(result.status)
+        assert result.status in (AttemptStatus.REPLAYED, AttemptStatus.FAILED)
+        if result.status is AttemptStatus.REPLAYED:
+            # replayed tactic by tactic to no goals on the replay server
+            assert [s.tactic for s in theorem.traced_tactics][: len(result.proof)] == list(
+                result.proof
+            )
+        else:
+            assert result.proof is None and "candidate proofs was accepted" in result.error
+        assert result.model_seconds > 0
+    assert AttemptStatus.REPLAYED in outcomes  # the one-step proof is among the candidates

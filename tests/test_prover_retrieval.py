@@ -1,0 +1,113 @@
+"""RetrievalProver: the premises a retriever ranks best among those accessible from the theorem go
+before each state the generator reads (the best one last, nearest the state); the corpus is
+embedded once, on first use, and not shipped with the prover; searches run end to end on the
+replay of real theorems."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from leanloop.data.prompt import PREMISES_HEADING, STATE_HEADING, state_with_premises
+from leanloop.data.records import AttemptStatus
+from leanloop.errors import LeanloopError
+from leanloop.prover.recorded import RecordedGenerator
+from leanloop.prover.replay import ReplayServer
+from leanloop.prover.retrieval import RetrievalProver
+from tests.helpers import sample_theorems
+from tests.tiny_causal import shared_tiny_model
+
+
+class Reading:
+    """Records what the generator is given; answers with the recorded tactics of the state."""
+
+    def __init__(self, recorded: RecordedGenerator) -> None:
+        self.recorded = recorded
+        self.inputs: list[str] = []
+
+    def generate_batch(self, states, k, **options):
+        self.inputs.extend(states)
+        return self.recorded.generate_batch(
+            [s.split(f"{STATE_HEADING}\n", 1)[-1] for s in states], k
+        )
+
+
+@pytest.fixture(scope="module")
+def traced(sample_dir):
+    return [t for t in sample_theorems(sample_dir) if t.traced_tactics]
+
+
+@pytest.fixture(scope="module")
+def retrieval(tiny_encoder, sample_dir, traced):
+    prover = RetrievalProver(
+        tiny_encoder,
+        shared_tiny_model(sample_dir),
+        sample_dir,
+        num_retrieved=3,
+        config={"num_sampled_tactics": 8},
+    )
+    prover._generator = Reading(RecordedGenerator(traced))  # stands in for the tiny model
+    return prover
+
+
+def premises_given(text: str) -> list[str]:
+    assert text.startswith(PREMISES_HEADING + "\n")
+    listed = text[len(PREMISES_HEADING) + 1 :].split(f"\n\n{STATE_HEADING}\n")[0]
+    return listed.split("\n\n")
+
+
+def test_accessible_premises_go_before_each_state(retrieval, traced):
+    server = ReplayServer(traced)
+    theorem = next(t for t in traced if t.full_name == "FractionalIdeal.count_mul")
+    result = retrieval.search(server, theorem=theorem)
+    assert result.status is AttemptStatus.REPLAYED
+    index = retrieval.index
+    corpus = index.corpus
+    assert len(corpus) > 100  # the premises the sample's tactics use
+    reading = retrieval._generator
+    assert len(reading.inputs) == result.expansions
+    for text in reading.inputs:
+        names = premises_given(text)
+        assert len(names) == 3
+        for name in names:
+            position = corpus.index_of(name)
+            assert corpus.is_accessible(position, theorem.file_path, theorem.start)
+    # the best premise is last, nearest the state
+    state = theorem.traced_tactics[0].state_before
+    best = index.retrieve(state, theorem.file_path, theorem.start, k=3)
+    assert premises_given(reading.inputs[0]) == [p.full_name for p, _ in reversed(best)]
+    assert reading.inputs[0].endswith(f"{STATE_HEADING}\n{state}")
+
+
+def test_every_recorded_proof_of_a_sample_part_is_found(retrieval, traced):
+    server = ReplayServer(traced)
+    results = [retrieval.search(server, theorem=t) for t in traced[:12]]
+    assert [r.status for r in results].count(AttemptStatus.REPLAYED) == 12
+
+
+def test_a_goal_search_reads_premises_from_anywhere(retrieval, traced):
+    server = ReplayServer(traced)
+    state = traced[0].traced_tactics[0].state_before
+    result = retrieval.search(server, goal=state)
+    assert result.status is AttemptStatus.REPLAYED
+    assert len(premises_given(retrieval._generator.inputs[-1])) == 3
+
+
+def test_the_index_is_not_shipped_and_bad_paths_are_refused(retrieval, tiny_encoder, sample_dir):
+    copy = pickle.loads(pickle.dumps(retrieval))
+    assert copy._index is None and copy._generator is None
+    assert len(pickle.dumps(retrieval)) < 5000
+    tiny = shared_tiny_model(sample_dir)
+    with pytest.raises(LeanloopError, match="retriever checkpoint"):
+        RetrievalProver(sample_dir / "nothing", tiny, sample_dir)
+    with pytest.raises(LeanloopError, match="indexed corpus"):
+        RetrievalProver(tiny_encoder, tiny, sample_dir / "nothing")
+    with pytest.raises(LeanloopError, match="num_retrieved"):
+        RetrievalProver(tiny_encoder, tiny, sample_dir, num_retrieved=0)
+
+
+def test_state_with_premises():
+    assert state_with_premises("⊢ p", []) == "⊢ p"
+    text = state_with_premises("⊢ p", ["best", "second"])
+    assert text == f"{PREMISES_HEADING}\nsecond\n\nbest\n\n{STATE_HEADING}\n⊢ p"
