@@ -123,14 +123,15 @@ def _sqlite_on_begin(connection) -> None:
     # A write transaction takes SQLite's write lock at once, so a second writer waits for it
     # instead of failing when its read lock cannot be upgraded; waiting is said, not silent.
     raw = connection.connection.dbapi_connection
-    if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-        # write-ahead logging: readers go on while a writer works (kept in the file)
-        raw.execute("PRAGMA journal_mode=WAL")
     raw.execute("PRAGMA busy_timeout=250")
     try:
         with _LockWait(connection) as wait:
             while True:
                 try:
+                    if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                        # write-ahead logging: readers go on while a writer works (kept in the
+                        # file; the switch itself needs the file to itself, so it may wait too)
+                        raw.execute("PRAGMA journal_mode=WAL")
                     raw.execute("BEGIN IMMEDIATE")
                     return
                 except Exception as exc:  # sqlite3.OperationalError: database is locked
