@@ -77,3 +77,10 @@ class Settings(BaseModel):
     def default_database(self) -> str:
         """``LEANLOOP_DB`` if set, otherwise a SQLite file in the data directory."""
         return self.database or str(self.data_dir / "leanloop.db")
+
+
+def named_variable(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The value of an environment variable that a configuration file names (e.g. the variable
+    holding an API key), read when asked for; None when it is unset or empty."""
+    env = os.environ if environ is None else environ
+    return env.get(name, "").strip() or None
