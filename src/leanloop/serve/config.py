@@ -96,7 +96,9 @@ class ModelConfig(BaseModel):
         if self.kind is None:
             object.__setattr__(self, "kind", implied)
         elif self.kind != implied:
-            raise ValueError(f"provider '{self.provider}' serves a {implied}, not a {self.kind}")
+            raise ValueError(
+                f"provider '{self.provider}' gives kind '{implied}', not '{self.kind}'"
+            )
         return self
 
     @property
