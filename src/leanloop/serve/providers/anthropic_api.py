@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from leanloop.serve.errors import UpstreamFailure
 from leanloop.serve.providers.base import RemoteGenerator
 
 
@@ -42,7 +41,5 @@ class AnthropicGenerator(RemoteGenerator):
         )
         blocks = getattr(answer, "content", None)
         if not isinstance(blocks, list):
-            raise UpstreamFailure(
-                f"model '{self.config.name}' (anthropic) answered without 'content'"
-            )
+            raise self.malformed("has no 'content'")
         return "".join(block.text for block in blocks if getattr(block, "type", None) == "text")

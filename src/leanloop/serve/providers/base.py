@@ -101,10 +101,18 @@ class RemoteGenerator(GeneratorBackend):
             }
         return messages
 
+    @property
+    def label(self) -> str:
+        return f"model '{self.config.name}' ({self.provider})"
+
+    def malformed(self, problem: str) -> UpstreamFailure:
+        """The failure for an answer that does not have the provider's shape."""
+        return UpstreamFailure(f"{self.label} failed: the answer {problem}")
+
     async def call(self, work: Awaitable[T]) -> T:
         """``work`` (one provider request with the client's own retries), as 504 when it runs
         out of time and 502 when it fails; the messages name the model, never a key."""
-        name = f"model '{self.config.name}' ({self.provider})"
+        name = self.label
         # the client's own timeout applies per attempt; this bounds the attempts together
         budget = self.config.timeout * (self.config.retries + 1) + 10.0 * self.config.retries
         try:

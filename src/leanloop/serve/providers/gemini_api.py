@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from leanloop.serve.errors import UpstreamFailure
 from leanloop.serve.providers.base import RemoteGenerator
 
 #: Candidates the Gemini API gives per call at most.
@@ -65,9 +64,7 @@ class GeminiGenerator(RemoteGenerator):
         )
         candidates = getattr(answer, "candidates", None)
         if not isinstance(candidates, list):
-            raise UpstreamFailure(
-                f"model '{self.config.name}' (gemini) answered without 'candidates'"
-            )
+            raise self.malformed("has no 'candidates'")
         texts = []
         for candidate in candidates:
             parts = getattr(getattr(candidate, "content", None), "parts", None) or []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from leanloop.serve.errors import UpstreamFailure
 from leanloop.serve.providers.base import RemoteGenerator
 
 
@@ -35,7 +34,7 @@ class OpenAIGenerator(RemoteGenerator):
         )
         choices = getattr(answer, "choices", None)
         if not isinstance(choices, list):
-            raise UpstreamFailure(f"model '{self.config.name}' (openai) answered without 'choices'")
+            raise self.malformed("has no 'choices'")
         replies = []
         for choice in choices:
             content = choice.message.content if choice.message is not None else None
