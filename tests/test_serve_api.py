@@ -146,6 +146,9 @@ def test_generate_respects_prefix_and_num_samples(client):
     outputs = answer.json()["outputs"]
     assert 1 <= len(outputs) <= 2
     assert all(o["output"].startswith("rw") for o in outputs)
+    # one candidate: beam search with one beam is greedy decoding
+    one = client.post("/generate", json={"name": "tiny", "input": GOAL, "num_samples": 1})
+    assert one.status_code == 200 and len(one.json()["outputs"]) <= 1
     # Lean Copilot's Python server sends null for a missing prefix
     assert client.post("/generate", json={"name": "tiny", "input": GOAL, "prefix": None}).is_success
 
@@ -237,6 +240,25 @@ def test_malformed_json_is_a_422(client):
     )
     assert answer.status_code == 422
     assert answer.json()["detail"] == "the body is not valid JSON"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/generate", b'{"name": "tiny", "input": "\\ud800"}', "input"),
+        ("/generate", b'{"name": "tiny", "input": "x", "prefix": "\\udfff"}', "prefix"),
+        (
+            "/v1/chat/completions",
+            b'{"model": "tiny", "messages": [{"role": "user", "content": "\\ud83d"}]}',
+            "messages.0.content",
+        ),
+    ],
+)
+def test_text_that_is_not_unicode_is_a_422(client, path, body, field):
+    """JSON can carry an unpaired surrogate; the models cannot read it."""
+    answer = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422
+    assert f"field '{field}': the text holds an unpaired surrogate" in answer.text
 
 
 def test_use_reward_without_a_progress_model_is_a_400(tiny_dir, monkeypatch):

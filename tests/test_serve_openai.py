@@ -64,6 +64,11 @@ def test_greedy_and_beam_replies_are_the_models(client, generator):
     assert choice.message.content == greedy[0][0]
     assert choice.finish_reason in ("stop", "length")
 
+    tiny = client.chat.completions.create(
+        model="tiny", messages=MESSAGES, temperature=5e-324, max_tokens=10
+    )
+    assert tiny.choices[0].message.content == greedy[0][0]  # an underflowing temperature is 0
+
     (beams,) = generator.generate_replies([prompt], 3, method="beam", max_new_tokens=10)
     answer = client.chat.completions.create(
         model="tiny", messages=MESSAGES, temperature=0, n=3, max_tokens=10

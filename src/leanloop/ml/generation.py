@@ -208,8 +208,8 @@ class TacticGenerator:
             "pad_token_id": self.tokenizer.pad_token_id,
             "return_dict_in_generate": True,
         }
-        if options.method == "beam":
-            beams = max(k, options.num_beams or k)
+        beams = max(k, options.num_beams or k)
+        if options.method == "beam" and beams > 1:  # one beam is greedy decoding
             return GenerationConfig(
                 do_sample=False,
                 num_beams=beams,
@@ -254,7 +254,7 @@ class TacticGenerator:
                 **extra,
             )
         generated = out.sequences[:, input_ids.shape[1] :]
-        if options.method == "beam":
+        if beams > 1:
             scores = out.sequences_scores.float().tolist()
         else:
             scores = self._sequence_logprobs(out, generated)

@@ -18,26 +18,29 @@ from pydantic import BaseModel, ConfigDict, Field
 from leanloop.serve.errors import BadRequest
 from leanloop.serve.providers.local import ChatReply, LocalGenerator
 from leanloop.serve.state import ServerState, server_state
+from leanloop.serve.wire import Text
 
 #: Replies per request at most.
 MAX_CHOICES = 64
+#: Temperatures below this decode as 0 (dividing the logits by less overflows them).
+MIN_TEMPERATURE = 1e-4
 
 
 class ContentPart(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    type: str
-    text: str | None = None
+    type: Text
+    text: Text | None = None
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    role: str = Field(
+    role: Text = Field(
         min_length=1,
         description="system, user or assistant (as the model's chat template accepts).",
     )
-    content: str | list[ContentPart] | None = None
+    content: Text | list[ContentPart] | None = None
 
     def text(self) -> str:
         if self.content is None:
@@ -61,16 +64,20 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    model: str
+    model: Text
     messages: list[ChatMessage] = Field(min_length=1)
     n: int = Field(1, ge=1, le=MAX_CHOICES)
     temperature: float | None = Field(
-        None, ge=0, le=2, description="0: the most likely replies (beam search); default 1."
+        None,
+        ge=0,
+        le=2,
+        description="0 (or below 1e-4): the most likely replies (greedy, or beam search for "
+        "n > 1); default 1.",
     )
     top_p: float | None = Field(None, gt=0, le=1)
     max_tokens: int | None = Field(None, ge=1, le=8192)
     max_completion_tokens: int | None = Field(None, ge=1, le=8192)
-    stop: str | list[str] | None = None
+    stop: Text | list[Text] | None = None
     seed: int | None = None
     logprobs: bool | None = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
@@ -139,12 +146,13 @@ async def chat_completions(request: ChatRequest, state: ServerState = Depends(se
 def _decoding(request: ChatRequest, backend: LocalGenerator) -> dict[str, Any]:
     """The request as the local model's decoding options."""
     temperature = 1.0 if request.temperature is None else request.temperature
-    max_new = request.max_completion_tokens or request.max_tokens
+    limit = backend.config.max_tokens
+    asked = request.max_completion_tokens or request.max_tokens or limit
     options: dict[str, Any] = {
-        "max_new_tokens": max_new or backend.config.decoding.max_new_tokens,
+        "max_new_tokens": min(asked, limit),
         "seed": request.seed,
     }
-    if temperature == 0:
+    if temperature < MIN_TEMPERATURE:
         if request.n == 1:
             options["method"] = "greedy"
         else:

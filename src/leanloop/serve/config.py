@@ -74,7 +74,10 @@ class ModelConfig(BaseModel):
         "client of this version sends none: the model's default applies).",
     )
     max_tokens: int = Field(
-        128, ge=1, description="Tokens a remote provider may generate per candidate."
+        128,
+        ge=1,
+        description="Tokens a reply may have at most: per candidate of a remote provider; for "
+        "a local model, the default and the limit of /v1/chat/completions' max_tokens.",
     )
     max_concurrency: int = Field(
         8, ge=1, description="Upstream calls in flight at once (remote providers)."

@@ -12,16 +12,16 @@ from pydantic import BaseModel, Field
 
 from leanloop.ml.protocols import GeneratedTactic
 from leanloop.serve.state import ServerState, server_state
-from leanloop.serve.wire import omitted_when_null
+from leanloop.serve.wire import Text, omitted_when_null
 
 #: The score of a candidate the progress model could not score (it comes last).
 UNSCORED = -sys.float_info.max
 
 
 class GenerateRequest(BaseModel):
-    name: str = Field(description="The model, as named in the server configuration.")
-    input: str = Field(description="The goal state, as Lean pretty-prints it.")
-    prefix: str | None = Field(
+    name: Text = Field(description="The model, as named in the server configuration.")
+    input: Text = Field(description="The goal state, as Lean pretty-prints it.")
+    prefix: Text | None = Field(
         "", description='The start of the tactic (Lean Copilot\'s suggest_tactics "rw").'
     )
     use_reward: bool = Field(
@@ -52,8 +52,8 @@ class GenerateResponse(BaseModel):
 
 
 class EncodeRequest(BaseModel):
-    name: str = Field(description="An encoder, as named in the server configuration.")
-    input: str = Field(description="The text to embed (a goal state).")
+    name: Text = Field(description="An encoder, as named in the server configuration.")
+    input: Text = Field(description="The text to embed (a goal state).")
 
 
 class EncodeResponse(BaseModel):

@@ -13,16 +13,16 @@ from leanloop.lean.verdict import Verdict, verdict_of
 from leanloop.serve.errors import BadRequest
 from leanloop.serve.state import ServerState, server_state
 from leanloop.serve.verifier import Checked
-from leanloop.serve.wire import omitted_when_null
+from leanloop.serve.wire import Text, omitted_when_null
 
 Infotree = Literal["original", "synthetic"]
 MAX_CODES = 256
 
 
 class Code(BaseModel):
-    custom_id: str | int = Field(description="Returned with the result.")
-    proof: str | None = Field(None, description="The Lean code to check.")
-    code: str | None = Field(None, description="The Lean code, when 'proof' is not given.")
+    custom_id: Text | int = Field(description="Returned with the result.")
+    proof: Text | None = Field(None, description="The Lean code to check.")
+    code: Text | None = Field(None, description="The Lean code, when 'proof' is not given.")
 
 
 class VerifyRequest(BaseModel):
@@ -84,8 +84,8 @@ class VerifyResponse(BaseModel):
 
 
 class Snippet(BaseModel):
-    id: str
-    code: str
+    id: Text
+    code: Text
 
 
 class _CheckOptions(BaseModel):

@@ -53,10 +53,16 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+#: Names pydantic puts in an error's location for the branch of a union it tried.
+_BRANCHES = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+
+
 def _field(loc: tuple[Any, ...]) -> str:
+    """``messages.0.content`` for ``("body", "messages", 0, "content", "function-after[...]")``."""
     parts = [str(p) for p in loc]
     if parts and parts[0] == "body":
         parts = parts[1:]
+    parts = [p for p in parts if "[" not in p and p not in _BRANCHES]
     return ".".join(parts) or "body"
 
 
@@ -75,7 +81,10 @@ async def _serve_error(request: Request, exc: Exception) -> JSONResponse:
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [
-        {"field": _field(tuple(e.get("loc", ()))), "message": e.get("msg", "invalid")}
+        {
+            "field": _field(tuple(e.get("loc", ()))),
+            "message": e.get("msg", "invalid").removeprefix("Value error, "),
+        }
         for e in exc.errors()
     ]
     first = errors[0] if errors else {"field": "body", "message": "invalid request"}
