@@ -31,8 +31,9 @@ class ServerState:
         self.verifier.close()
 
 
-def server_state(request: Request) -> ServerState:
-    """The running server's state (a dependency of every route)."""
+async def server_state(request: Request) -> ServerState:
+    """The running server's state (a dependency of every route; async, so that FastAPI does not
+    hand it to a worker thread)."""
     state = getattr(request.app.state, "leanloop", None)
     if state is None:
         raise Unavailable("the server is starting or stopping")
