@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections import deque
 from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,8 +13,6 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from leanloop.serve.admission import Gate
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
