@@ -168,6 +168,8 @@ def test_unsupported_options_are_refused(served):
     )
     assert answer.status_code == 400 and "infotree is not supported" in answer.json()["detail"]
     assert post(url, "/verify", {"codes": []}).status_code == 422
+    no_code = post(url, "/verify", {"codes": [{"custom_id": "x"}]})
+    assert no_code.status_code == 422 and "give the Lean code as 'proof'" in no_code.text
 
 
 def test_the_response_has_kiminas_shape(fixtures):

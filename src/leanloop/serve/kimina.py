@@ -24,6 +24,16 @@ class Code(BaseModel):
     proof: Text | None = Field(None, description="The Lean code to check.")
     code: Text | None = Field(None, description="The Lean code, when 'proof' is not given.")
 
+    @model_validator(mode="after")
+    def _has_code(self) -> Code:
+        if self.proof is None and self.code is None:
+            raise ValueError("give the Lean code as 'proof' (or 'code')")
+        return self
+
+    @property
+    def text(self) -> str:
+        return self.proof if self.proof is not None else self.code or ""
+
 
 class VerifyRequest(BaseModel):
     codes: list[Code] = Field(min_length=1, max_length=MAX_CODES)
@@ -170,7 +180,7 @@ router = APIRouter(tags=["Lean"])
 async def verify(request: VerifyRequest, state: ServerState = Depends(server_state)) -> Any:
     """Check Lean code (Kimina Lean Server's request and response)."""
     _no_infotree(request.infotree_type)
-    texts = [c.proof if c.proof is not None else (c.code or "") for c in request.codes]
+    texts = [c.text for c in request.codes]
     checked = await state.verifier.check(texts, request.timeout)
     return VerifyResponse(
         results=[
