@@ -15,10 +15,8 @@ from leanloop.serve import ServeConfig, create_app
 from leanloop.serve.keys import MASK, Secrets
 from tests.serve_support import FakeUpstream, live_server
 
-# google-genai subclasses aiohttp's session, which aiohttp warns about
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Inheritance class AiohttpClientSession:DeprecationWarning"
-)
+# google-genai subclasses an aiohttp class, which aiohttp warns about
+pytestmark = pytest.mark.filterwarnings("ignore:Inheritance class Aiohttp:DeprecationWarning")
 
 KEY = "sk-live-SECRET-0123456789abcdef"
 KEY_ENV = "LEANLOOP_TEST_PROVIDER_KEY"
