@@ -80,7 +80,10 @@ class ModelConfig(BaseModel):
         "a local model, the default and the limit of /v1/chat/completions' max_tokens.",
     )
     max_concurrency: int = Field(
-        8, ge=1, description="Upstream calls in flight at once (remote providers)."
+        8,
+        ge=1,
+        description="Requests a remote provider serves at once (each makes one upstream call, "
+        "or one per sample for Anthropic and per 8 for Gemini); more wait for a turn.",
     )
     decoding: DecodingOptions = Field(
         default_factory=DecodingOptions,
