@@ -5,6 +5,7 @@ usable configuration (uvicorn and ``leanloop serve``, in real processes)."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,37 @@ def test_importing_the_app_reads_nothing(tmp_path, monkeypatch):
     asyncio.run(lifespan())
     assert sent[0]["type"] == "lifespan.startup.failed"
     assert "absent.yaml: the configuration file does not exist" in sent[0]["message"]
+
+
+def test_uvicorn_serves_the_configuration_named_by_the_environment(tmp_path):
+    import httpx
+
+    from tests.serve_support import wait_until
+
+    path = write(tmp_path, "models:\n  - {name: gpt, provider: openai, model: m}\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**_env(), "LEANLOOP_SERVE_CONFIG": str(path)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "leanloop.serve:app", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def models():
+        try:
+            return httpx.get(f"{url}/models").json()["models"]
+        except httpx.TransportError:
+            return None
+
+    try:
+        wait_until(lambda: models() is not None, timeout=60)
+        assert [(m["name"], m["provider"], m["loaded"]) for m in models()] == [
+            ("gpt", "openai", False)
+        ]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
