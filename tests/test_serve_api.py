@@ -223,7 +223,7 @@ def test_encode_gives_the_retrievers_embedding(client, tiny_encoder):
         ("/generate", {"name": "tiny", "input": "x", "num_samples": 65}, 422, "num_samples"),
         ("/encode", {"name": "tiny", "input": GOAL}, 400, "model 'tiny' is not an encoder"),
         ("/generate", {"name": "retriever", "input": GOAL}, 400, "is not a generator"),
-        ("/generate", {"name": "tiny", "input": "x" * 5000}, 413, "Content Too Large"),
+        ("/generate", {"name": "tiny", "input": "x" * 5000}, 413, "larger than 4096 bytes"),
     ],
 )
 def test_bad_requests(client, path, body, status, detail):
@@ -232,6 +232,22 @@ def test_bad_requests(client, path, body, status, detail):
     text = answer.text
     assert detail in text
     assert "Traceback" not in text
+
+
+def test_a_body_larger_than_declared_is_a_413(server):
+    """A chunked body declares no length: it is stopped when it passes the limit."""
+
+    def chunks():
+        yield b'{"name": "tiny", "input": "'
+        for _ in range(10):
+            yield b"x" * 1000
+        yield b'"}'
+
+    answer = httpx.post(
+        f"{server[1]}/generate", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 413
+    assert answer.json() == {"detail": "Content Too Large"}
 
 
 def test_malformed_json_is_a_422(client):

@@ -54,12 +54,15 @@ def build_api() -> FastAPI:
 
 
 class Guard:
-    """Gives each request an id (``X-Request-ID``, kept when the client sends a sane one) and,
-    when the server has a key, refuses requests without it (401), comparing in constant time."""
+    """Gives each request an id (``X-Request-ID``, kept when the client sends a sane one),
+    refuses requests without the server's key when it has one (401, compared in constant time)
+    and bodies declared larger than ``max_body`` (413; ``RequestBodyLimitMiddleware`` behind it
+    stops bodies that turn out larger than declared)."""
 
-    def __init__(self, app: ASGIApp, api_key: str | None) -> None:
+    def __init__(self, app: ASGIApp, api_key: str | None, max_body: int) -> None:
         self.app = app
         self.api_key = api_key
+        self.max_body = max_body
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,9 +85,14 @@ class Guard:
                 "missing or wrong API key (send 'Authorization: Bearer KEY')",
                 headers={"WWW-Authenticate": "Bearer"},
             )
-            await response(scope, receive, send_with_id)
+        elif _declared_length(scope) > self.max_body:
+            response = error_response(
+                scope["path"], 413, f"the body is larger than {self.max_body} bytes"
+            )
+        else:
+            await self.app(scope, receive, send_with_id)
             return
-        await self.app(scope, receive, send_with_id)
+        await response(scope, receive, send_with_id)
 
     def _authorised(self, scope: Scope) -> bool:
         assert self.api_key is not None
@@ -96,6 +104,16 @@ class Guard:
             elif name == b"x-api-key" and given is None:
                 given = value.decode("latin-1").strip()
         return given is not None and same_key(given, self.api_key)
+
+
+def _declared_length(scope: Scope) -> int:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0
+    return 0
 
 
 def _given_id(scope: Scope) -> str | None:
@@ -197,7 +215,7 @@ class LeanloopServer:
             api_key=api_key,
         )
         entry: ASGIApp = RequestBodyLimitMiddleware(self.api, config.max_body_bytes)
-        entry = Guard(entry, api_key)
+        entry = Guard(entry, api_key, config.max_body_bytes)
         if config.cors_origins:
             entry = CORSMiddleware(
                 entry,
