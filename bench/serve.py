@@ -13,8 +13,8 @@ latencies: on a machine where clients and server share the cores, the clients' C
 latency the clients see.
 
 Target: p99 overhead under 5 ms with 50 clients. Measured on the shared 2-core development
-machine (another job busy on one core): 50 clients 1,800-1,900 requests/s, overhead p50 3.7-5 ms,
-p99 30-36 ms (target missed); 1 client overhead p50 1.1-2 ms, p99 2-3 ms. The server spent
+machine (another job busy on one core): 50 clients 1,800-1,950 requests/s, overhead p50 3.2-5 ms,
+p99 28-36 ms (target missed); 1 client overhead p50 1.1-2 ms, p99 2-3 ms. The server spent
 0.32 ms of CPU per request (0.23 ms with uvloop and httptools installed), the httpx clients
 0.47 ms: at 50 clients the two together need more than the two cores give, and the p99 is
 the queue for them (the same run with uvloop and httptools has the same latencies). Last line:
