@@ -16,7 +16,7 @@ export LEANLOOP_FIXTURES
 # Tests and benchmarks run on one thread per process (two cores, shared).
 THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 
-.PHONY: help run test lint format postgres bench clean
+.PHONY: help run test lint format postgres chromium bench clean
 
 help:
 	@echo "make run    - install and run the main job (import, export, statistics)"
@@ -52,6 +52,10 @@ run: $(VENV)/.run-deps
 postgres:
 	@scripts/ensure-postgres.sh
 
+# the playground page's browser test runs Debian's chromium (LEANLOOP_SKIP_BROWSER=1 skips it)
+chromium:
+	@scripts/ensure-chromium.sh
+
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
@@ -60,7 +64,7 @@ format: $(VENV)/.test-deps
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(VENV)/.test-deps postgres lint
+test: $(VENV)/.test-deps postgres chromium lint
 	$(THREADS) $(BIN)/python -m pytest
 
 bench: $(VENV)/.bench-deps

@@ -9,7 +9,7 @@ import sys
 import typer
 from rich.markup import escape
 
-from leanloop.cli import data_cmd, db_cmd, lean_cmd, prove_cmd, run_cmd
+from leanloop.cli import data_cmd, db_cmd, lean_cmd, prove_cmd, run_cmd, serve_cmd
 from leanloop.cli.common import err_console, new_app
 from leanloop.errors import LeanloopError
 
@@ -23,6 +23,7 @@ app.command("run")(run_cmd.run)
 app.command("doctor")(lean_cmd.doctor)
 app.command("trace")(lean_cmd.trace)
 app.command("prove")(prove_cmd.prove)
+app.command("serve")(serve_cmd.serve)
 
 
 def _print_version(value: bool) -> None:

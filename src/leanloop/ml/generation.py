@@ -164,22 +164,33 @@ class TacticGenerator:
         self, states: Sequence[str], k: int = 8, **overrides: Any
     ) -> list[list[GeneratedTactic]]:
         """``generate`` for many states, ``options.batch_size`` states per forward pass."""
+        replies = self.generate_replies([self.prompt_text(s) for s in states], k, **overrides)
+        return [rank_tactics(candidates, self.prompt_format, k) for candidates in replies]
+
+    def generate_replies(
+        self, prompts: Sequence[str], k: int = 8, **overrides: Any
+    ) -> list[list[tuple[str, float]]]:
+        """The model's raw replies to prompts already rendered as text (``prompt_text(state)``,
+        optionally followed by the start of the reply, or any chat rendered with the
+        tokenizer's template): for each prompt, k replies (more when ``num_beams`` or
+        ``num_samples`` say so, one with ``greedy``), each cut at the end of its turn, with its
+        log-probability, in the model's order; ``options.batch_size`` prompts per forward pass."""
         if k < 1:
             raise LeanloopError(f"k={k}: ask for at least one tactic")
         options = _with(self.options, overrides)
-        results: list[list[GeneratedTactic]] = []
-        for start in range(0, len(states), options.batch_size):
-            chunk = list(states[start : start + options.batch_size])
+        results: list[list[tuple[str, float]]] = []
+        for start in range(0, len(prompts), options.batch_size):
+            chunk = list(prompts[start : start + options.batch_size])
             results.extend(self._generate_chunk(chunk, k, options))
         return results
 
-    def _encode(self, states: list[str], options: DecodingOptions):
+    def _encode(self, prompts: list[str], options: DecodingOptions):
         import torch
 
         pad = self.tokenizer.pad_token_id
         rows = []
-        for state in states:
-            ids = self.tokenizer(self.prompt_text(state), add_special_tokens=False)["input_ids"]
+        for prompt in prompts:
+            ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
             if options.max_prompt_tokens is not None:
                 ids = ids[-options.max_prompt_tokens :]
             rows.append(ids)
@@ -222,11 +233,11 @@ class TacticGenerator:
         return GenerationConfig(do_sample=False, num_beams=1, output_logits=True, **common)
 
     def _generate_chunk(
-        self, states: list[str], k: int, options: DecodingOptions
-    ) -> list[list[GeneratedTactic]]:
+        self, prompts: list[str], k: int, options: DecodingOptions
+    ) -> list[list[tuple[str, float]]]:
         import torch
 
-        input_ids, attention_mask = self._encode(states, options)
+        input_ids, attention_mask = self._encode(prompts, options)
         config = self._generation_config(k, options)
         if options.seed is not None:
             torch.manual_seed(options.seed)
@@ -243,18 +254,18 @@ class TacticGenerator:
                 **extra,
             )
         generated = out.sequences[:, input_ids.shape[1] :]
-        if options.method == "beam" and beams > 1:
+        if beams > 1:
             scores = out.sequences_scores.float().tolist()
         else:
             scores = self._sequence_logprobs(out, generated)
-        per_state = generated.shape[0] // len(states)
+        per_prompt = generated.shape[0] // len(prompts)
         results = []
-        for i in range(len(states)):
-            candidates = []
-            for j in range(i * per_state, (i + 1) * per_state):
+        for i in range(len(prompts)):
+            replies = []
+            for j in range(i * per_prompt, (i + 1) * per_prompt):
                 text = self.tokenizer.decode(generated[j], skip_special_tokens=True)
-                candidates.append((text, scores[j]))
-            results.append(rank_tactics(candidates, self.prompt_format, k))
+                replies.append((text.split(END_OF_TURN, 1)[0], scores[j]))
+            results.append(replies)
         return results
 
     def _prompt_cache(self, input_ids, attention_mask, copies: int):

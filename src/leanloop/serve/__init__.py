@@ -1,0 +1,25 @@
+"""The model server: Lean Copilot's ``/generate`` and ``/encode``, LeanProgress rewards, Lean
+verification in Kimina's shape, the OpenAI chat API for local models, and a playground page, over
+local models and the official clients of OpenAI-compatible endpoints, Anthropic and Gemini.
+
+``uvicorn leanloop.serve:app`` serves the configuration named by ``$LEANLOOP_SERVE_CONFIG``
+(read when the server starts); ``leanloop serve --config FILE`` does the same from the command
+line. Importing this package loads nothing: names are imported on first use.
+"""
+
+from __future__ import annotations
+
+from leanloop.lazy import lazy_exports
+
+_EXPORTS = {
+    "app": "leanloop.serve.application",
+    "create_app": "leanloop.serve.application",
+    "LeanloopServer": "leanloop.serve.application",
+    "ServeConfig": "leanloop.serve.config",
+    "ModelConfig": "leanloop.serve.config",
+    "LeanConfig": "leanloop.serve.config",
+}
+
+__all__ = list(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,253 @@
+"""``ServeConfig``: the model server's configuration (its models and their providers, the progress
+model, Lean verification, limits, security), loaded from YAML or JSON with one-line errors that
+name the file and the field."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from leanloop.configfile import read_config_file
+from leanloop.data.prompt import PromptFormat
+from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.ml.generation import DecodingOptions
+
+Provider = Literal["hf", "encoder", "openai", "anthropic", "gemini"]
+Kind = Literal["generator", "encoder"]
+
+#: The providers whose models run in this process.
+LOCAL_PROVIDERS = ("hf", "encoder")
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class ModelConfig(BaseModel):
+    """One model the server offers, under ``name``."""
+
+    model_config = _STRICT
+
+    name: str = Field(
+        min_length=1,
+        description="The name clients ask for (Lean Copilot's ExternalGenerator.name, the "
+        "OpenAI 'model').",
+    )
+    provider: Provider = Field(
+        description="hf: a local causal LM (leanloop checkpoint, trainer output directory, LoRA "
+        "adapter, packaged or hub name); encoder: a local retriever checkpoint or Hugging Face "
+        "encoder; openai: any OpenAI-compatible endpoint (OpenAI, vLLM, ...); anthropic; gemini."
+    )
+    kind: Kind | None = Field(
+        None,
+        description="generator or encoder; follows from the provider (encoder for 'encoder', "
+        "generator otherwise) and may be left out.",
+    )
+    model: str = Field(
+        min_length=1,
+        description="A local path or a model id (hub name, packaged name, or the provider's "
+        "model id).",
+    )
+    base_url: str | None = Field(
+        None,
+        description="The provider's endpoint (e.g. http://localhost:8000/v1 for vLLM); the "
+        "official default when left out.",
+    )
+    api_key_env: str | None = Field(
+        None,
+        description="The environment variable holding the provider's API key (the key itself "
+        "never goes in the file); the client's own variable when left out.",
+    )
+    timeout: float = Field(60.0, gt=0, description="Seconds allowed for one upstream call.")
+    retries: int = Field(
+        2, ge=0, le=10, description="Retries of a failed upstream call, with backoff."
+    )
+    num_samples: int = Field(
+        8, ge=1, le=64, description="Tactics returned by /generate when the request says none."
+    )
+    temperature: float = Field(
+        0.7,
+        ge=0,
+        le=2,
+        description="Sampling temperature of remote providers for /generate (Anthropic's "
+        "client of this version sends none: the model's default applies).",
+    )
+    max_tokens: int = Field(
+        128,
+        ge=1,
+        description="Tokens a reply may have at most: per candidate of a remote provider; for "
+        "a local model, the default and the limit of /v1/chat/completions' max_tokens.",
+    )
+    max_concurrency: int = Field(
+        8,
+        ge=1,
+        description="Requests a remote provider serves at once (each makes one upstream call, "
+        "or one per sample for Anthropic and per 8 for Gemini); more wait for a turn.",
+    )
+    decoding: DecodingOptions = Field(
+        default_factory=DecodingOptions,
+        description="Decoding of local generators (method, beams, samples, token limits, "
+        "batch size) for /generate.",
+    )
+    prompt_format: PromptFormat | None = Field(
+        None,
+        description="The system prompt; default: the one the checkpoint was trained with, "
+        "else leanloop's.",
+    )
+
+    @model_validator(mode="after")
+    def _kind_follows_provider(self) -> ModelConfig:
+        implied = "encoder" if self.provider == "encoder" else "generator"
+        if self.kind is None:
+            object.__setattr__(self, "kind", implied)
+        elif self.kind != implied:
+            raise ValueError(
+                f"provider '{self.provider}' gives kind '{implied}', not '{self.kind}'"
+            )
+        return self
+
+    @property
+    def local(self) -> bool:
+        return self.provider in LOCAL_PROVIDERS
+
+
+class LeanConfig(BaseModel):
+    """Where /verify checks code: a Lean project with the Lean REPL built in it."""
+
+    model_config = _STRICT
+
+    project: Path = Field(description="The Lean project (its lakefile's directory).")
+    repl: Path | None = Field(
+        None,
+        description="The REPL executable; default: $LEANLOOP_REPL, the project's Lake "
+        "packages, then the PATH.",
+    )
+    max_repls: int = Field(2, ge=1, description="Lean REPL processes at most.")
+    max_uses: int = Field(100, ge=1, description="Checks per REPL process before it is replaced.")
+    timeout: float = Field(
+        300.0, gt=0, description="Seconds allowed per check at most (a request may ask less)."
+    )
+    memory_limit_mb: float | None = Field(
+        8192, gt=0, description="Memory per REPL process; one that uses more is stopped."
+    )
+
+
+class ServeConfig(BaseModel):
+    """The whole server."""
+
+    model_config = _STRICT
+
+    models: list[ModelConfig] = Field(
+        default_factory=list, description="The models offered, each under its own name."
+    )
+    progress_model: Path | None = Field(
+        None,
+        description="A trained progress model for use_reward; default: $LEANPROGRESS_MODEL.",
+    )
+    lean: LeanConfig | None = Field(None, description="Lean verification (/verify).")
+    host: str = Field("127.0.0.1", description="Address to listen on.")
+    port: int = Field(23337, ge=0, le=65535, description="Port (Lean Copilot's default).")
+    preload: bool = Field(
+        False,
+        description="Load the local models at startup instead of on their first request.",
+    )
+    max_queue: int = Field(
+        64,
+        ge=1,
+        description="Requests per model waiting or running at once; more are refused with 429.",
+    )
+    max_queue_wait: float = Field(
+        30.0,
+        gt=0,
+        description="Seconds a request may wait for its model before it is refused with 503.",
+    )
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest request body accepted (413 beyond)."
+    )
+    api_key_env: str | None = Field(
+        None,
+        description="The environment variable holding this server's API key; when set, "
+        "requests must send it (Authorization: Bearer KEY, or X-API-Key: KEY).",
+    )
+    cors_origins: list[str] = Field(
+        default_factory=list,
+        description="Origins allowed to call the server from a browser ('*' for any).",
+    )
+    shutdown_timeout: float = Field(
+        30.0, gt=0, description="Seconds requests in flight may take to finish on shutdown."
+    )
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> ServeConfig:
+        seen: set[str] = set()
+        for model in self.models:
+            if model.name in seen:
+                raise ValueError(f"two models are named '{model.name}'")
+            seen.add(model.name)
+        return self
+
+    def model(self, name: str) -> ModelConfig | None:
+        return next((m for m in self.models if m.name == name), None)
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "the server configuration") -> ServeConfig:
+        """A configuration from plain data; a bad value is reported as one line naming
+        ``source`` and the field."""
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise DataFormatError(source, "expected a mapping of field names to values")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise _explain(exc, data, source) from None
+
+    @classmethod
+    def load(cls, path: str | Path) -> ServeConfig:
+        """The configuration in a YAML or JSON file."""
+        return cls.from_dict(read_config_file(path), str(path))
+
+
+def _explain(exc: ValidationError, data: dict[str, Any], source: str) -> LeanloopError:
+    error = exc.errors()[0]
+    loc = [str(part) for part in error.get("loc", ())]
+    field = _field_name(loc, data) or None
+    kind = error.get("type", "")
+    if kind == "extra_forbidden":
+        known = _known_fields(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1)
+        hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(known)}"
+        return DataFormatError(source, "unknown field", field=field, hint=hint)
+    if kind == "missing":
+        return DataFormatError(source, "the field is missing", field=field)
+    message = error.get("msg", "invalid value").removeprefix("Value error, ")
+    if "input" in error and loc:
+        message += f" (got {error['input']!r})"
+    return DataFormatError(source, message, field=field)
+
+
+def _field_name(loc: list[str], data: dict[str, Any]) -> str:
+    """``models[gpt].timeout`` for ``("models", "1", "timeout")`` when model #1 is named."""
+    parts: list[str] = []
+    node: Any = data
+    for part in loc:
+        if isinstance(node, list) and part.isdigit():
+            index = int(part)
+            item = node[index] if index < len(node) else None
+            name = item.get("name") if isinstance(item, dict) else None
+            parts[-1] += f"[{name}]" if isinstance(name, str) and name else f"[{index}]"
+            node = item
+        else:
+            parts.append(part)
+            node = node.get(part) if isinstance(node, dict) else None
+    return ".".join(parts)
+
+
+def _known_fields(loc: list[str]) -> list[str]:
+    """The field names of the section ``loc`` points into."""
+    nested = {"models": ModelConfig, "lean": LeanConfig, "decoding": DecodingOptions}
+    section: type[BaseModel] = ServeConfig
+    for part in loc:
+        section = nested.get(part, section)
+    return list(section.model_fields)

@@ -1,0 +1,148 @@
+"""Check whole pieces of Lean code through a pool of Lean REPLs of the configured project (REPLs
+are reused by the imports they have elaborated), or say in one line why Lean is not available."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from leanloop.lean.elaboration import Elaboration
+from leanloop.lean.errors import LeanError, LeanRequestError, ServerError
+from leanloop.lean.pool import ServerPool
+from leanloop.lean.repl import ReplServer, split_header
+from leanloop.serve.admission import Gate
+from leanloop.serve.config import LeanConfig
+from leanloop.serve.errors import Unavailable
+
+ServerFactory = Callable[[Hashable], Any]
+
+DOCTOR = "'leanloop doctor' shows what is missing"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """Lean's answer on one piece of code (``elaboration``), or why there is none (``error``:
+    a timeout, a crash, imports that do not elaborate), and the seconds it took."""
+
+    elaboration: Elaboration | None
+    error: str | None
+    seconds: float
+
+
+class Verifier:
+    """``await verifier.check(codes, timeout)``. ``factory`` makes a Lean server for a pool key
+    (tests give one over recorded transcripts); by default REPLs of the configured project are
+    launched after checking that Lean is installed."""
+
+    def __init__(
+        self,
+        lean: LeanConfig | None,
+        gate: Gate,
+        factory: ServerFactory | None = None,
+    ) -> None:
+        self.lean = lean
+        self.gate = gate
+        self._factory = factory
+        self._pool: ServerPool | None = None
+        self._pool_lock = threading.Lock()
+        workers = lean.max_repls if lean is not None else 2
+        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lean")
+
+    @property
+    def max_timeout(self) -> float:
+        return self.lean.timeout if self.lean is not None else 300.0
+
+    def _launcher(self) -> ServerFactory:
+        """REPLs of the configured project; fails when Lean or the REPL is not installed."""
+        from leanloop.lean.project import open_project
+        from leanloop.lean.toolchain import require
+
+        lean = self.lean
+        if lean is None:
+            raise Unavailable(
+                "Lean verification is not configured",
+                hint="add a 'lean' section naming the Lean project to the server configuration",
+            )
+        try:
+            project = open_project(lean.project)
+            report = require(project, server="repl", executable=lean.repl)
+        except LeanError as exc:
+            raise Unavailable(
+                f"Lean verification is unavailable: {exc.message}; {DOCTOR}"
+            ) from None
+
+        def launch(_key: Hashable) -> ReplServer:
+            return ReplServer.launch(
+                project.root,
+                report.repl,
+                lake=report.lake or "lake",
+                timeout=lean.timeout,
+                memory_limit_mb=lean.memory_limit_mb,
+            )
+
+        return launch
+
+    def _ready_pool(self) -> ServerPool:
+        with self._pool_lock:
+            if self._pool is None:
+                factory = self._factory or self._launcher()
+                lean = self.lean
+                self._pool = ServerPool(
+                    factory,
+                    max_uses=lean.max_uses if lean else 100,
+                    max_servers=lean.max_repls if lean else 2,
+                )
+            return self._pool
+
+    async def check(self, codes: list[str], timeout: float) -> list[Checked]:
+        """Lean's answers on ``codes`` (checked at once on up to ``max_repls`` REPLs)."""
+        loop = asyncio.get_running_loop()
+        async with self.gate.slot():
+            pool = await loop.run_in_executor(self._executor, self._ready_pool)
+            limit = min(timeout, self.max_timeout)
+            return list(
+                await asyncio.gather(
+                    *(
+                        loop.run_in_executor(self._executor, self._check_one, pool, code, limit)
+                        for code in codes
+                    )
+                )
+            )
+
+    def _check_one(self, pool: ServerPool, code: str, timeout: float) -> Checked:
+        start = time.monotonic()
+        header, _, _ = split_header(code)
+        try:
+            with pool.lease(header) as server, _time_limit(server, timeout):
+                elaboration = server.elaborate(code)
+        except (LeanRequestError, ServerError) as exc:
+            return Checked(None, exc.message, time.monotonic() - start)
+        return Checked(elaboration, None, time.monotonic() - start)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+        self._executor.shutdown(wait=True)
+
+
+@contextlib.contextmanager
+def _time_limit(server: Any, seconds: float) -> Iterator[None]:
+    """Lower the time a REPL process may take per command to ``seconds`` while it is leased."""
+    transport = getattr(getattr(server, "client", None), "transport", None)
+    if transport is None or not isinstance(getattr(transport, "timeout", None), int | float):
+        yield
+        return
+    configured = transport.timeout
+    transport.timeout = min(configured, seconds)
+    try:
+        yield
+    finally:
+        transport.timeout = configured
