@@ -373,3 +373,24 @@ def test_bad_options_are_named(tmp_path):
         SFTTrainer("tinycoder", output_dir=tmp_path, batch_size=0)
     with pytest.raises(LeanloopError, match=r"lora_config must be a peft\.LoraConfig"):
         SFTTrainer("tinycoder", output_dir=tmp_path, lora_config=42)
+
+
+def test_a_time_limit_stops_training_early(tiny_dir, sample_dir, tmp_path):
+    from leanloop.database import DynamicDatabase
+
+    database = DynamicDatabase(tmp_path / "lean.db")
+    database.import_leandojo(sample_dir)
+    trainer = SFTTrainer(
+        str(tiny_dir),
+        output_dir=tmp_path / "out",
+        batch_size=2,
+        max_steps=10_000,  # far more than a second allows
+        max_seconds=1.0,
+        evaluate=False,
+        plot_curves=False,
+        progress_bars=False,
+    )
+    trainer.train(database.get_repositories(), database, tmp_path / "data")
+    (report,) = trainer.reports
+    assert 1 <= report.global_steps < 10_000
+    assert report.train_seconds < 60  # stopped by the limit, not by the step count

@@ -273,6 +273,8 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 Path(work_dir),
             )
             started = time.perf_counter()
+            if o.max_seconds is not None:
+                trl_trainer.add_callback(time_limit(o.max_seconds))
             trl_trainer.train()
             seconds = time.perf_counter() - started
             metrics: dict[str, float] = {}
@@ -346,6 +348,22 @@ class HFCurriculumTrainer(CurriculumTrainer):
             (staging / CHECKPOINT_INFO).write_text(json.dumps(info, indent=1))
         log.info("saved %s", directory)
         return directory
+
+
+def time_limit(seconds: float):
+    """A transformers callback stopping training after the first optimizer step that ends
+    ``seconds`` after training began."""
+    from transformers import TrainerCallback
+
+    class TimeLimit(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.deadline = time.perf_counter() + seconds
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.perf_counter() >= self.deadline:
+                control.should_training_stop = True
+
+    return TimeLimit()
 
 
 def apply_lora(model, lora_config, *, seed: int | None = None):

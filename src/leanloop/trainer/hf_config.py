@@ -43,6 +43,13 @@ class HFTrainerConfig(TrainerConfig):
     max_steps: int | None = Field(
         None, ge=1, description="Optimizer steps per repository; overrides epochs_per_repo."
     )
+    max_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Training time per repository in seconds: training stops after the first "
+        "optimizer step past it (None: no limit). The learning-rate schedule still follows "
+        "epochs_per_repo or max_steps.",
+    )
     warmup_steps: float = Field(
         0.0, ge=0, description="Warm-up steps, or a share of all steps when below 1."
     )
