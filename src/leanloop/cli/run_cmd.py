@@ -1,108 +1,71 @@
-"""``leanloop run``: the main job — import a LeanDojo-format dataset into the database, export the
-training splits and print the statistics — configured by a ``RunConfig`` (YAML/JSON or options)."""
+"""``leanloop run``: the main job, the whole loop on one dataset (see ``agent/pipeline.py``),
+configured by a ``RunConfig`` file and options; prints what it will do and a summary table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import typer
-from pydantic import BaseModel, ConfigDict, ValidationError
+from rich.markup import escape
+from rich.table import Table
 
-from leanloop.cli.common import DB_OPTION, console, open_database, progress_bar, user_path
-from leanloop.configfile import read_config_file
-from leanloop.database.splits import SplitConfig
-from leanloop.errors import DataFormatError, LeanloopError
-
-
-class RunConfig(BaseModel):
-    """Settings of the main job."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: Path | None = None
-    database: str | None = None
-    output: Path = Path("build/run/export")
-    keep_splits: bool = False
-    splits: SplitConfig = SplitConfig()
-
-    @classmethod
-    def from_file(cls, path: Path) -> RunConfig:
-        data = read_config_file(path) or {}
-        try:
-            return cls.model_validate(data)
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(p) for p in error["loc"])
-            raise DataFormatError(path, error["msg"], field=field or None) from None
-
-    def resolved_source(self) -> Path:
-        if self.source is not None:
-            return self.source
-        from leanloop.settings import Settings
-
-        fixtures = Settings.from_env().fixtures
-        if fixtures is not None:
-            return fixtures / "leandojo_benchmark_4"
-        raise LeanloopError(
-            "no dataset to run on",
-            hint="pass --source DIR, set source: in the config, or set LEANLOOP_FIXTURES",
-        )
+from leanloop.cli.common import DB_OPTION, console, user_path
 
 
 def run(
     config: Path | None = typer.Option(
         None, "--config", metavar="FILE", help="A YAML or JSON RunConfig file."
     ),
-    source: Path | None = typer.Option(
+    data: Path | None = typer.Option(
         None,
-        "--source",
-        help="LeanDojo-format dataset [default: $LEANLOOP_FIXTURES/leandojo_benchmark_4].",
+        "--data",
+        metavar="DIR",
+        help="A LeanDojo-format dataset [default: $LEANLOOP_FIXTURES/leandojo_benchmark_4, "
+        "else the official LeanDojo Benchmark 4 where it can be downloaded].",
+        show_default=False,
     ),
-    db: str | None = DB_OPTION,
     out: Path | None = typer.Option(
         None,
         "--out",
         metavar="DIR",
-        help="Where to export the dataset [default: build/run/export].",
+        help="Where the database, export, models and report go [default: build/run].",
+        show_default=False,
+    ),
+    db: str | None = DB_OPTION,
+    quick: bool = typer.Option(
+        False, "--quick", help="The one-minute version: a tiny generator, seconds of training."
     ),
 ) -> None:
-    """Run the main job: import a dataset, export its training splits, print statistics."""
-    from leanloop.cli.db_cmd import print_export_report, print_stats
+    """Run the whole loop: import and split a dataset, train a premise retriever and a tactic
+    generator within a stated time budget, evaluate them against their baselines, search proofs
+    of the test theorems (replayed without Lean, proved with it), and write a report."""
+    from leanloop.agent.pipeline import run as run_job
+    from leanloop.agent.pipeline_config import RunConfig
 
-    settings = RunConfig.from_file(user_path(config)) if config else RunConfig()
-    updates = {"source": source, "database": db, "output": out}
-    settings = settings.model_copy(update={k: v for k, v in updates.items() if v is not None})
-    dataset = user_path(settings.resolved_source())
-    if not dataset.exists():
-        raise LeanloopError(f"dataset {dataset}: no such file or directory")
+    settings = RunConfig.from_yaml(user_path(config)) if config else RunConfig()
+    overrides = {
+        "data": user_path(data) if data else None,
+        "output": user_path(out) if out else None,
+        "database": db,
+    }
+    settings = RunConfig.from_dict(
+        {**settings.to_dict(), **{k: v for k, v in overrides.items() if v is not None}}
+    )
+    if quick:
+        settings = settings.quick_run()
     output = user_path(settings.output)
     if output.exists() and not output.is_dir():
+        from leanloop.errors import LeanloopError
+
         raise LeanloopError(
-            f"--out {output}: a file is there; the export needs a directory",
+            f"--out {output}: a file is there; the job needs a directory",
             hint="give a new or existing directory",
         )
-    database = open_database(settings.database)
-
-    console.rule("1. import")
-    with progress_bar(f"importing {dataset}") as update:
-        counts = database.import_leandojo(
-            dataset, keep_splits=settings.keep_splits, progress=update
-        )
-    console.print(
-        f"{counts.theorems_added} theorems added, {counts.theorems_skipped} already present, "
-        f"{counts.tactics_added} tactics, {counts.premises_added} premises",
-        highlight=False,
-    )
-
-    console.rule("2. export")
-    repositories = database.sort_repositories_by_difficulty()
-    with progress_bar(
-        "exporting theorems", finishing="writing the corpus and committing"
-    ) as update:
-        report = database.export_merged_data(
-            repositories, output, split_config=settings.splits, progress=update
-        )
-    print_export_report(report)
-
-    console.rule("3. statistics")
-    print_stats(database.stats())
+    report = run_job(settings, say=lambda text: console.print(escape(text), highlight=False))
+    table = Table(title="leanloop run", title_justify="left")
+    for column in ("step", "result", "compared with"):
+        table.add_column(column)
+    for row in report.rows():
+        table.add_row(*(escape(cell) for cell in row))
+    console.print(table)
+    console.print(f"report: {output / 'report.md'} (and report.json, report.png)", highlight=False)

@@ -275,6 +275,10 @@ class HFCurriculumTrainer(CurriculumTrainer):
             started = time.perf_counter()
             if o.max_seconds is not None:
                 trl_trainer.add_callback(time_limit(o.max_seconds))
+            if not o.progress_bars:
+                from transformers import PrinterCallback
+
+                trl_trainer.remove_callback(PrinterCallback)  # it prints every log line
             trl_trainer.train()
             seconds = time.perf_counter() - started
             metrics: dict[str, float] = {}

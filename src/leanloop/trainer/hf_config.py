@@ -79,7 +79,11 @@ class HFTrainerConfig(TrainerConfig):
         "checkpoint, whose generators use it.",
     )
     plot_curves: bool = Field(True, description="Write training_curves.png into checkpoints.")
-    progress_bars: bool = Field(True, description="Show progress bars while training.")
+    progress_bars: bool = Field(
+        True,
+        description="Show progress bars while training (False: train quietly; the metrics go "
+        "to the checkpoint's log history and curves).",
+    )
     trl_args: dict[str, Any] = Field(
         default_factory=dict, description="Passed to TRL's config unchanged, over the rest."
     )

@@ -1,0 +1,87 @@
+"""``RunConfig``: the main job's settings — where the data comes from and the results go, and the
+time each step may take — with a one-minute preset (``quick``) for a first look."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from leanloop.configfile import ConfigBase
+
+
+@dataclass
+class RunConfig(ConfigBase):
+    """What ``leanloop run`` does, step by step (every budget is wall-clock seconds)."""
+
+    data: Path | None = Field(
+        None,
+        description="A LeanDojo-format dataset (default: $LEANLOOP_FIXTURES/"
+        "leandojo_benchmark_4, else the official LeanDojo Benchmark 4 where it can be "
+        "downloaded).",
+    )
+    output: Path = Field(
+        Path("build/run"), description="Where the database, the export, models and report go."
+    )
+    database: str | None = Field(
+        None, description="The database (a SQLite file or URL; default: output/leanloop.db)."
+    )
+    val: float | int = Field(0.1, description="Validation theorems: a fraction or a count.")
+    test: float | int = Field(0.1, description="Test theorems: a fraction or a count.")
+    seed: int = Field(3407, description="Seed of the splits and of every model's training.")
+
+    retriever_model: str = Field(
+        "all-minilm-l6-v2", description="The premise retriever's encoder (packaged on PyPI)."
+    )
+    retriever_seconds: float = Field(150, gt=0, description="Training time of the retriever.")
+    retriever_batch_size: int = Field(8, ge=1, description="Retriever training batch.")
+    retriever_max_seq_len: int = Field(128, ge=16, description="Tokens of a state or premise.")
+
+    generator_model: str = Field(
+        "smollm2-135m-instruct",
+        description="The tactic generator's base model (SmolLM2-135M-Instruct, packaged).",
+    )
+    generator_seconds: float = Field(150, gt=0, description="Training time of the generator.")
+    generator_batch_size: int = Field(2, ge=1, description="Generator training batch.")
+    generator_lr: float = Field(2e-4, gt=0, description="Learning rate of the LoRA adapter.")
+    lora_r: int = Field(16, ge=1, description="LoRA rank of the generator's adapter.")
+
+    eval_steps: int = Field(
+        10, ge=1, description="Test tactic steps the generator is evaluated on (before/after)."
+    )
+    eval_k: int = Field(4, ge=1, description="Candidates per state in tactic accuracy and search.")
+    eval_max_new_tokens: int = Field(48, ge=8, description="Tokens generated per candidate.")
+
+    search_theorems: int = Field(
+        12, ge=0, description="Test theorems searched with the trained generator (replayed)."
+    )
+    search_expansions: int = Field(4, ge=1, description="Expansions per theorem in that search.")
+    search_seconds: float = Field(30, gt=0, description="Time per theorem in that search.")
+
+    lean_project: Path | None = Field(
+        None,
+        description="Where Lean is installed: a Lean project whose sorries are traced and "
+        "proved (default: examples/lean-project of a leanloop checkout; it is copied first).",
+    )
+    quick: bool = Field(False, description="The one-minute version (see RunConfig.quick_run).")
+
+    def quick_run(self) -> RunConfig:
+        """The same job at the size of a first look: a tiny generator (tinycoder), seconds of
+        training, a few steps and theorems."""
+        from dataclasses import replace
+
+        return replace(
+            self,
+            quick=True,
+            retriever_seconds=min(self.retriever_seconds, 10),
+            generator_model="tinycoder",
+            generator_seconds=min(self.generator_seconds, 8),
+            generator_batch_size=4,
+            eval_steps=min(self.eval_steps, 4),
+            eval_k=min(self.eval_k, 2),
+            eval_max_new_tokens=min(self.eval_max_new_tokens, 16),
+            search_theorems=min(self.search_theorems, 4),
+            search_expansions=min(self.search_expansions, 2),
+            search_seconds=min(self.search_seconds, 5),
+        )

@@ -1,0 +1,62 @@
+"""The main job in its one-minute version, in a fresh directory: every step runs on the real
+sample, the report says what each gave, and replayed proofs are never called proved."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanloop.agent.pipeline_config import RunConfig
+from leanloop.errors import LeanloopError
+
+
+@pytest.mark.slow
+def test_run_quick_in_a_fresh_directory(tmp_path, sample_dir):
+    env = {**os.environ, "LEANLOOP_FIXTURES": str(sample_dir.parent), "HF_HUB_OFFLINE": "1"}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}/usr/bin{os.pathsep}/bin"  # no Lean
+    result = subprocess.run(
+        [sys.executable, "-m", "leanloop", "run", "--quick"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    # it says up front what it will do and how long that takes
+    assert out.index("leanloop run --quick: about") < out.index("data: 177 theorems")
+    report = json.loads((tmp_path / "build" / "run" / "report.json").read_text())
+    assert report["data"]["theorems"] == 177
+    assert report["data"]["splits"] == {"train": 141, "val": 18, "test": 18}
+    retriever = report["retriever"]
+    assert retriever["test_steps"] > 0
+    assert 0 < retriever["bm25"]["R@10"] <= 1 and 0 < retriever["trained"]["R@10"] <= 1
+    generator = report["generator"]
+    assert generator["train_steps"] >= 1 and generator["before"]["steps"] == 4
+    search = report["search"]
+    # the recorded diagnostic finds every recorded proof of the test theorems it tries
+    assert search["diagnostic"]["status_counts"] == {"replayed": search["diagnostic"]["theorems"]}
+    assert "proved" not in search["model"]["status_counts"]
+    assert report["lean"]["status"] == "skipped" and "no Lean toolchain" in report["lean"]["reason"]
+    markdown = (tmp_path / "build" / "run" / "report.md").read_text()
+    assert "not called proved" in markdown and "| retriever R@10" in markdown
+    assert (tmp_path / "build" / "run" / "report.png").read_bytes().startswith(b"\x89PNG")
+    assert "Traceback" not in result.stderr
+
+
+def test_quick_settings_and_bad_settings(tmp_path):
+    quick = RunConfig().quick_run()
+    assert quick.generator_model == "tinycoder" and quick.generator_seconds <= 10
+    path = tmp_path / "run.yaml"
+    path.write_text("retriever_seconds: -1\n")
+    with pytest.raises(LeanloopError, match=r"run.yaml.*retriever_seconds"):
+        RunConfig.from_yaml(path)
+    path.write_text("generator_secs: 5\n")
+    with pytest.raises(LeanloopError, match="generator_secs"):
+        RunConfig.from_yaml(path)
