@@ -3,9 +3,11 @@
 A model with a fixed 20 ms latency (it awaits ``asyncio.sleep(0.02)``, as a remote provider's call
 does) is served by the real server — ``create_app`` under uvicorn in its own process, the same
 routes, validation, admission gate, middleware and JSON as in production — and 1, 10 and 50
-clients (httpx, asyncio, in this process) send ``POST /generate`` back to back for a few seconds
-each. The baseline, measured in the same run, is the model alone: the same clients calling the
-model directly, without HTTP. The overhead is the server's latency minus the model's, at p50 and
+clients (asyncio, in this process, each on its own keep-alive connection, writing the
+HTTP/1.1 request and reading the answer's status and body itself, so that the clients' own CPU
+stays small beside the server's) send ``POST /generate`` back to back for a few seconds each.
+The baseline, measured in the same run, is the model alone: the same clients calling the model
+directly, without HTTP. The overhead is the server's latency minus the model's, at p50 and
 p99.
 
 The CPU time the server process and the clients spend per request is printed beside the
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import socket
@@ -66,7 +69,15 @@ def serve(port: int) -> None:
     model = fixed_latency_model()
     config = ServeConfig.model_validate({"models": [model.config.model_dump()]})
     app = create_app(config, backends={"fixed": model})
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    # connections stay open while the baseline is measured between client counts
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=600,
+    )
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -98,36 +109,53 @@ def cpu_seconds(process) -> float:
     return times.user + times.system
 
 
-async def measure(url: str, seconds: float, server_pid: int) -> dict[int, dict[str, float]]:
-    import httpx
+class Connection:
+    """One client: a keep-alive HTTP/1.1 connection sending the same POST /generate."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        body = json.dumps(BODY).encode()
+        self.request = (
+            "POST /generate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+
+    @classmethod
+    async def open(cls, port: int) -> Connection:
+        return cls(*await asyncio.open_connection("127.0.0.1", port))
+
+    async def __call__(self) -> None:
+        self.writer.write(self.request)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+        answer = await self.reader.readexactly(length)
+        if status != 200:
+            raise RuntimeError(f"the server answered {status}: {answer[:200]!r}")
+        json.loads(answer)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def measure(port: int, seconds: float, server_pid: int) -> dict[int, dict[str, float]]:
     import psutil
 
     server, me = psutil.Process(server_pid), psutil.Process()
 
     model = fixed_latency_model()
-    # one client (one keep-alive connection) per caller: a shared connection pool costs the
-    # client time that grows with the number of connections, which is not the server's
-    clients = [httpx.AsyncClient(base_url=url, timeout=30) for _ in range(max(CLIENTS))]
-
-    def caller(http):
-        async def request():
-            answer = await http.post("/generate", json=BODY)
-            if answer.status_code != 200:
-                raise RuntimeError(f"the server answered {answer.status_code}: {answer.text}")
-            answer.json()
-
-        return request
+    clients = [await Connection.open(port) for _ in range(max(CLIENTS))]
 
     async def alone():
         await model.generate(BODY["input"], "", BODY["num_samples"])
 
     results: dict[int, dict[str, float]] = {}
     try:
-        await closed_loop([caller(c) for c in clients], 1.0)  # connect, warm up
+        await closed_loop(clients, 1.0)  # warm up
         for count in CLIENTS:
             base, _ = await closed_loop([alone] * count, seconds)
             server_cpu, client_cpu = cpu_seconds(server), cpu_seconds(me)
-            served, rps = await closed_loop([caller(c) for c in clients[:count]], seconds)
+            served, rps = await closed_loop(clients[:count], seconds)
             results[count] = {
                 "server_cpu": (cpu_seconds(server) - server_cpu) / len(served) * 1000,
                 "client_cpu": (cpu_seconds(me) - client_cpu) / len(served) * 1000,
@@ -139,8 +167,8 @@ async def measure(url: str, seconds: float, server_pid: int) -> dict[int, dict[s
                 "requests": len(served),
             }
     finally:
-        for http in clients:
-            await http.aclose()
+        for connection in clients:
+            connection.close()
     return results
 
 
@@ -176,7 +204,7 @@ def main() -> None:
             if time.monotonic() > deadline or server.poll() is not None:
                 raise SystemExit("the server did not start")
             time.sleep(0.1)
-        results = asyncio.run(measure(url, args.seconds, server.pid))
+        results = asyncio.run(measure(port, args.seconds, server.pid))
     finally:
         server.terminate()
         server.wait(timeout=30)
