@@ -231,6 +231,7 @@ class BaseAgent(ABC):
         ``prove()`` of the same run skips the theorems it finished.
         """
         from leanloop.agent.proving import lean_servers, prove_sorries
+        from leanloop.agent.repositories import require_lean
 
         if not self.repos:
             raise LeanloopError(
@@ -238,6 +239,8 @@ class BaseAgent(ABC):
                 hint="call setup_github_repository(), setup_local_repository() or "
                 "setup_dataset() first",
             )
+        if any(e.has_project for e in self.repos):
+            require_lean()  # before a repository is cloned again
         projects = {e.repository: e.open_project() for e in self.repos if e.has_project}
         pools = {}
         try:

@@ -218,8 +218,7 @@ class EvaluationConfig(ConfigBase):
     checkpoint: Path = Field(description="A trainer's output_dir or one of its checkpoints.")
     dataset: Path | None = Field(
         None,
-        description="A LeanDojo-format export (None: the database's repositories, exported "
-        "first).",
+        description="A LeanDojo-format export (None: the database's repositories, exported first).",
     )
     split: str = Field("test", description="The split: test, val, train or SCHEME/SPLIT.")
     k: int | None = Field(

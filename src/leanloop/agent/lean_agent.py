@@ -199,7 +199,7 @@ def run(config: LeanAgentConfig) -> LeanAgent:
         print(f"trained {len(checkpoints)} repositories; newest checkpoint {checkpoints[-1]}")
         if agent.lifelong is not None:
             figures = ", ".join(
-                f"{name} {value:.4f}"
+                f"{name.replace('_', ' ')} {value:.4f}"
                 for name, value in agent.lifelong.figures().items()
                 if value is not None
             )

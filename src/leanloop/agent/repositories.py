@@ -4,6 +4,7 @@ commit, or a LeanDojo-format dataset, imported (for work without Lean)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -57,6 +58,16 @@ class AgentRepository(BaseModel):
         return f"{self.repository} ({self.kind}: {self.location})"
 
 
+def require_lean() -> None:
+    """A one-line error when elan, lake or lean is missing (what, and how to install it),
+    checked before anything is cloned or built; the REPL is looked for later, in the project."""
+    from leanloop.lean.errors import ServerNotFound
+    from leanloop.lean.toolchain import require
+
+    with contextlib.suppress(ServerNotFound):
+        require()
+
+
 def setup_project(
     database: DynamicDatabase,
     location: str | os.PathLike,
@@ -66,7 +77,8 @@ def setup_project(
     progress: Progress | None = None,
 ) -> AgentRepository:
     """The Lean project at ``location`` (a git URL, at ``commit``; or a local directory) in the
-    database: traced (which needs Lean) unless it is stored at that commit already."""
+    database: traced (which needs Lean, checked first) unless it is stored at that commit
+    already."""
     from leanloop.lean.project import open_project
 
     text = os.fspath(location)
@@ -80,6 +92,7 @@ def setup_project(
         stored_commit = commit or project.commit
         found = database.get_repository(project.identity, stored_commit) if stored_commit else None
     if found is None:
+        require_lean()
         report = database.trace_repository(
             path=text, commit=commit, build_deps=build_deps, progress=progress
         )

@@ -6,7 +6,6 @@ a report (JSON and a plot; for sorries also Markdown)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 from pathlib import Path
@@ -231,19 +230,14 @@ def _prove_sorries(
 ) -> None:
     """Trace the project if needed, prove its open sorries, write back what Lean accepts."""
     from leanloop.agent.proving import lean_servers, prove_sorries
-    from leanloop.agent.repositories import setup_project
-    from leanloop.lean.errors import ServerNotFound
-    from leanloop.lean.toolchain import require
+    from leanloop.agent.repositories import require_lean, setup_project
 
     if generator is None or generator.startswith("recorded"):
         raise LeanloopError(
             "proving sorries needs a model: --generator hf:PATH or external:MODEL",
             hint="the recorded diagnostic only replays a dataset's own proofs",
         )
-    # elan, lake and lean before anything is cloned; the REPL may be built inside the
-    # project, where lean_servers looks for it
-    with contextlib.suppress(ServerNotFound):
-        require()
+    require_lean()
     database = open_database(db)
     with progress_bar(f"tracing {project} (if the database does not hold it)") as update:
         entry = setup_project(database, project, commit, progress=update)
