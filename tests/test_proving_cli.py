@@ -20,7 +20,7 @@ from leanloop.database import DynamicDatabase
 from leanloop.lean.pool import ServerPool
 from tests.conftest import REPO_ROOT
 from tests.test_proving import ACCEPTED, FILES, REPO, scripted_prover
-from tests.test_proving import demo as demo  # noqa: F401 - the fixture
+from tests.test_proving import demo as demo
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -43,7 +43,7 @@ def no_lean(monkeypatch, tmp_path):
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
 
 
-def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path, monkeypatch):  # noqa: F811
+def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path, monkeypatch):
     root, _, factory, servers = demo
     (root / "lean-toolchain").write_text("leanprover/lean4:v4.9.0\n")  # a Lake project
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
