@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from leanloop.agent import BaseAgent, ExternalAgent, HFAgent, TacticEvaluation
+from leanloop.agent import (
+    BaseAgent,
+    ExternalAgent,
+    HFAgent,
+    ProgressEvaluation,
+    TacticEvaluation,
+)
 from leanloop.agent.repositories import AgentRepository
 from leanloop.data.records import AttemptStatus, Repository
 from leanloop.database import DynamicDatabase
@@ -174,3 +180,34 @@ def test_external_agent_trains_nothing_and_needs_its_key(sample_dir, tmp_path, m
     agent.setup_dataset(sample_dir)
     with pytest.raises(LeanloopError, match=r"\$LEANLOOP_TEST_KEY is not set"):
         agent.prove(whole_proof=True)
+
+
+class ProgressAgent(RecordedAgent):
+    """A subclass choosing its trainer too: the progress regressor."""
+
+    def __init__(self, trainer, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.trainer = trainer
+
+
+def test_an_agent_trains_and_evaluates_a_progress_model(sample_dir, tiny_encoder, tmp_path):
+    from leanloop.trainer.progress import ProgressTrainer
+
+    (tmp_path / "rows.jsonl").write_text("")  # the trainer's own data, replaced by the agent's
+    trainer = ProgressTrainer(
+        tmp_path / "rows.jsonl",
+        model_name=str(tiny_encoder),
+        output_dir=tmp_path / "progress",
+        epochs=1,
+        batch_size=32,
+    )
+    agent = ProgressAgent(trainer, sample_dir, tmp_path / "lean.db", data_path=tmp_path / "d")
+    agent.setup_dataset(sample_dir)
+    assert agent.work_dir == tmp_path / "progress"
+    assert agent.train() == [tmp_path / "progress"]
+    rows = tmp_path / "d" / "progress.jsonl"
+    assert trainer.data_path == rows
+    assert len(rows.read_text().splitlines()) == 435  # every traced step of the sample
+    result = agent.evaluate(max_steps=40)
+    assert isinstance(result, ProgressEvaluation)
+    assert result.rows == 40 and result.mse >= result.mae**2 - 1e-9

@@ -86,6 +86,8 @@ class LeanAgent(BaseAgent):
                 hint="LeanAgent(generator=...): a trained SFTTrainer output_dir, a checkpoint or "
                 "a model name (e.g. smollm2-135m-instruct)",
             )
+        if not self.data_path.exists():  # the corpus of the training export
+            self.database.export_merged_data(self.curriculum(), self.data_path)
         self.prover = RetrievalProver(
             self.trainer.output_dir,
             self.generator,
