@@ -321,3 +321,21 @@ def test_without_a_project_it_is_a_replay_that_writes_nothing(sample_dir, tmp_pa
         prove_sorries(theorems, whole, None, servers=lambda: ReplayServer(theorems), branch="b")
     with pytest.raises(LeanloopError, match="needs servers"):
         prove_sorries(theorems, whole, None)
+
+
+def test_the_lean_servers_it_starts_are_closed(demo, monkeypatch):
+    from leanloop.agent import proving
+    from leanloop.lean.pool import ServerPool
+
+    root, database, factory, servers = demo
+    started = []
+
+    def lean_servers(project_root, config):
+        started.append(project_root)
+        return ServerPool(lambda _key: factory(), max_servers=1)
+
+    monkeypatch.setattr(proving, "lean_servers", lean_servers)
+    theorems = database.get_sorry_theorems(REPO)[:2]
+    report = prove_sorries(theorems, scripted_prover(), root, database=database)
+    assert started == [root.resolve()] and report.mode == "lean"
+    assert len(servers) == 1 and servers[0].closed  # no Lean process left behind

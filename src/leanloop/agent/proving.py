@@ -296,10 +296,13 @@ def prove_sorries(
     )
     if servers is None and root is None:
         raise LeanloopError("prove_sorries needs servers (a pool or a factory) or a project_root")
-    pool = lean_servers(root, prover.config) if servers is None else servers
-    own_pool = not isinstance(pool, ServerPool)
-    if own_pool:
-        factory = pool
+    own_pool = not isinstance(servers, ServerPool)  # made here, so closed here
+    if servers is None:
+        pool = lean_servers(root, prover.config)
+    elif isinstance(servers, ServerPool):
+        pool = servers
+    else:
+        factory = servers
         pool = ServerPool(lambda _key: factory(), max_uses=prover.config.server_uses, max_servers=1)
     stored: dict = {}
     if database is not None:
