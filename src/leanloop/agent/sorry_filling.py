@@ -169,18 +169,22 @@ class SorryFiller:
             return self._result(theorem, FillStatus.REJECTED, body, problem, seconds)
         backup = self._backup(path)
         write_text_atomic(path, filled)
-        commit = None
-        if self.branch is not None:
-            commit = self.branch.commit(
-                {path: filled}, f"Prove {theorem.full_name} (checked by Lean)"
-            )
         if self.database is not None:
             self.database.record_proof(theorem, body)
+        commit, reason = None, ""
+        if self.branch is not None:
+            try:
+                commit = self.branch.commit(
+                    {path: filled}, f"Prove {theorem.full_name} (checked by Lean)"
+                )
+            except LeanloopError as exc:  # the file is written all the same
+                reason = f"written, but not committed on {self.branch.branch}: {exc.message}"
         return FillResult(
             theorem.full_name,
             theorem.file_path,
             FillStatus.WRITTEN,
             body,
+            reason=reason,
             check_seconds=seconds,
             backup=backup,
             commit=commit,

@@ -9,7 +9,16 @@ import sys
 import typer
 from rich.markup import escape
 
-from leanloop.cli import data_cmd, db_cmd, lean_cmd, prove_cmd, run_cmd, serve_cmd
+from leanloop.cli import (
+    data_cmd,
+    db_cmd,
+    evaluate_cmd,
+    lean_cmd,
+    prove_cmd,
+    run_cmd,
+    serve_cmd,
+    train_cmd,
+)
 from leanloop.cli.common import err_console, new_app
 from leanloop.errors import LeanloopError
 
@@ -19,6 +28,8 @@ app = new_app(
 )
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(data_cmd.app, name="data")
+app.add_typer(train_cmd.app, name="train")
+app.add_typer(evaluate_cmd.app, name="evaluate")
 app.command("run")(run_cmd.run)
 app.command("doctor")(lean_cmd.doctor)
 app.command("trace")(lean_cmd.trace)

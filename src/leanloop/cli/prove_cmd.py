@@ -1,6 +1,8 @@
 """``leanloop prove``: prove the theorems of a dataset split with a prover, on Lean (the REPL in the
 project the dataset was traced from) or, with ``--replay``, on the recorded steps without Lean;
-each result goes into the database as it comes, then a summary and a report (JSON and a plot)."""
+or, without ``--dataset``, prove the open sorries of a Lean project (``--project``) and write
+back the proofs Lean accepts. Each result goes into the database as it comes, then a summary and
+a report (JSON and a plot; for sorries also Markdown)."""
 
 from __future__ import annotations
 
@@ -27,8 +29,13 @@ from leanloop.errors import LeanloopError
 
 
 def prove(
-    dataset: str = typer.Option(
-        ..., "--dataset", metavar="DIR", help="A LeanDojo-format dataset directory."
+    dataset: str | None = typer.Option(
+        None,
+        "--dataset",
+        metavar="DIR",
+        help="A LeanDojo-format dataset directory to prove a split of [default: none: prove the "
+        "open sorries of --project].",
+        show_default=False,
     ),
     split: str = typer.Option(
         "test",
@@ -80,9 +87,28 @@ def prove(
     project: str | None = typer.Option(
         None,
         "--project",
-        metavar="DIR",
-        help="Without --replay: the Lean project the dataset was traced from, checked out at "
-        "its commit and built.",
+        metavar="DIR|URL",
+        help="With --dataset (without --replay): the Lean project the dataset was traced from, "
+        "checked out at its commit and built. Without --dataset: the Lean project (a directory "
+        "or a git URL) whose open sorries are proved; it is traced first if the database does "
+        "not hold it, and each proof is written into its file only after Lean accepted the "
+        "whole file (the original kept under .leanloop-backups/).",
+    ),
+    commit: str | None = typer.Option(
+        None, "--commit", metavar="SHA", help="The commit of a --project URL [default: HEAD]."
+    ),
+    branch: str | None = typer.Option(
+        None,
+        "--branch",
+        metavar="NAME",
+        help="Also commit each written proof on this git branch of the project (created from "
+        "HEAD; never the branch checked out).",
+    ),
+    whole_proof: bool = typer.Option(
+        False,
+        "--whole-proof",
+        help="Generate whole proofs and check each with Lean instead of searching tactic by "
+        "tactic.",
     ),
     base_url: str | None = typer.Option(
         None, "--base-url", metavar="URL", help="The endpoint of external:MODEL (.../v1)."
@@ -100,11 +126,43 @@ def prove(
         "build/prove", "--out", metavar="DIR", help="Where the report (JSON and PNG) goes."
     ),
 ) -> None:
-    """Prove the theorems of a dataset split and report pass@1, outcomes and times."""
+    """Prove the theorems of a dataset split and report pass@1, outcomes and times; or, with
+    --project and no --dataset, prove a Lean project's open sorries and write back the proofs
+    Lean accepts."""
     from leanloop.prover.config import ProverConfig
     from leanloop.prover.evaluation import evaluate
 
     settings = ProverConfig.from_yaml(user_path(config)) if config else ProverConfig()
+    if dataset is None:
+        if project is None:
+            raise LeanloopError(
+                "nothing to prove: give --dataset DIR (a split of a dataset) or --project "
+                "DIR|URL (a Lean project's sorries)"
+            )
+        if replay:
+            raise LeanloopError(
+                "--replay replays a dataset's recorded steps: it needs --dataset",
+                hint="proving a project's sorries needs Lean",
+            )
+        _prove_sorries(
+            project,
+            commit,
+            generator,
+            settings,
+            db=db,
+            branch=branch,
+            whole_proof=whole_proof,
+            run=run,
+            limit=limit,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            json_lines=json_lines,
+            out=user_path(out),
+        )
+        return
+    for given, name in ((commit, "--commit"), (branch, "--branch"), (whole_proof, "--whole-proof")):
+        if given:
+            raise LeanloopError(f"{name} goes with --project and no --dataset (proving sorries)")
     dataset_dir = existing_path(dataset, "dataset")
     generator = generator or ("recorded" if replay else None)
     if generator is None:
@@ -154,9 +212,78 @@ def prove(
     _write_report(report, user_path(out), run_name)
 
 
+def _prove_sorries(
+    project: str,
+    commit: str | None,
+    generator: str | None,
+    settings,
+    *,
+    db: str | None,
+    branch: str | None,
+    whole_proof: bool,
+    run: str | None,
+    limit: int | None,
+    base_url: str | None,
+    api_key_env: str,
+    json_lines: bool,
+    out: Path,
+) -> None:
+    """Trace the project if needed, prove its open sorries, write back what Lean accepts."""
+    from leanloop.agent.proving import lean_servers, prove_sorries
+    from leanloop.agent.repositories import require_lean, setup_project
+
+    if generator is None or generator.startswith("recorded"):
+        raise LeanloopError(
+            "proving sorries needs a model: --generator hf:PATH or external:MODEL",
+            hint="the recorded diagnostic only replays a dataset's own proofs",
+        )
+    require_lean()
+    database = open_database(db)
+    with progress_bar(f"tracing {project} (if the database does not hold it)") as update:
+        entry = setup_project(database, project, commit, progress=update)
+    lean_project = entry.open_project()
+    pool = lean_servers(lean_project.root, settings)
+    try:
+        theorems = database.get_sorry_theorems(entry.repository)[:limit]
+        prover = _prover(generator, None, settings, base_url, api_key_env, lean_project.root)
+        name = run or f"sorries:{generator}" + (":whole" if whole_proof else "")
+        with progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update:
+            report = prove_sorries(
+                theorems,
+                prover,
+                lean_project.root,
+                servers=pool,
+                database=database,
+                branch=branch,
+                whole_proof=whole_proof,
+                run=name,
+                progress=update,
+            )
+    finally:
+        pool.close()
+    out_console = err_console if json_lines else console
+    if json_lines:
+        for row in report.rows:
+            typer.echo(row.model_dump_json())
+    table = Table(title=f"run {report.run}", title_justify="left")
+    for column in ("theorem", "outcome", "length", "seconds"):
+        table.add_column(column)
+    for row in report.rows:
+        table.add_row(
+            escape(row.full_name),
+            escape(row.outcome),
+            str(row.proof_length),
+            f"{row.seconds + row.check_seconds:.2f}",
+        )
+    out_console.print(table)
+    out_console.print(report.summary(), highlight=False)
+    written = report.write(out / entry.slug)
+    err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
+
+
 def _prover(generator, dataset_dir, settings, base_url, api_key_env, project):
     kind, _, argument = generator.partition(":")
-    if kind == "recorded" and not argument:
+    if kind == "recorded" and not argument and dataset_dir is not None:
         from leanloop.prover.recorded import RecordedProver
 
         return RecordedProver(dataset_dir, config=settings, project_root=project)

@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -74,13 +74,20 @@ class CurriculumTrainer(ABC):
     Subclasses implement ``train_step`` (train on ``step.dataset_dir`` and save to
     ``step.checkpoint_dir``). After each repository ``output_dir/LATEST`` names the newest
     checkpoint, so a failure later loses nothing already trained, and the newest checkpoint's
-    files are also mirrored at the top of ``output_dir`` (see ``mirror_checkpoint``).
+    files are also mirrored at the top of ``output_dir`` (see ``mirror_checkpoint``); then
+    ``after_step(step)`` is called, when given (e.g. to evaluate the new checkpoint on every
+    repository seen so far while ``step.dataset_dir`` still holds their export).
     """
 
     output_dir: Path
 
     def train(
-        self, repos: Sequence[Repository], database: DynamicDatabase, data_path: str | Path
+        self,
+        repos: Sequence[Repository],
+        database: DynamicDatabase,
+        data_path: str | Path,
+        *,
+        after_step: Callable[[CurriculumStep], None] | None = None,
     ) -> list[Path]:
         if not repos:
             raise LeanloopError("no repositories to train on")
@@ -103,6 +110,8 @@ class CurriculumTrainer(ABC):
             write_text_atomic(output_dir / LATEST_FILE, step.checkpoint_dir.name + "\n")
             mirror_checkpoint(step.checkpoint_dir, output_dir)
             checkpoints.append(step.checkpoint_dir)
+            if after_step is not None:
+                after_step(step)
         return checkpoints
 
     @abstractmethod

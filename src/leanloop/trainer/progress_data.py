@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from leanloop.atomic import write_text_atomic
 from leanloop.data.jsonstream import iter_jsonl
-from leanloop.data.records import TheoremStatus
+from leanloop.data.records import Theorem, TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
 
 if TYPE_CHECKING:
@@ -57,20 +57,27 @@ def build_progress_dataset(
     sources: Iterable = [None] if repositories is None else repositories
     for repository in sources:
         for theorem in database.iter_theorems(repository, status=TheoremStatus.PROVEN):
-            tactics = [t.tactic for t in theorem.traced_tactics]
-            if not tactics or any(t.is_sorry for t in theorem.traced_tactics):
-                continue
-            for index, step in enumerate(theorem.traced_tactics):
-                row = ProgressRow(
-                    goal=step.state_before,
-                    prefix="\n".join(tactics[:index]),
-                    tactic=step.tactic,
-                    steps_remaining=len(tactics) - 1 - index,
-                    theorem=str(theorem.key),
-                )
-                lines.append(row.model_dump_json())
+            lines.extend(row.model_dump_json() for row in progress_rows(theorem))
     write_text_atomic(output_path, "".join(line + "\n" for line in lines))
     return len(lines)
+
+
+def progress_rows(theorem: Theorem) -> list[ProgressRow]:
+    """A ``ProgressRow`` per step of the theorem's traced proof (none when it has no traced
+    tactic or a ``sorry`` step)."""
+    tactics = [t.tactic for t in theorem.traced_tactics]
+    if not tactics or any(t.is_sorry for t in theorem.traced_tactics):
+        return []
+    return [
+        ProgressRow(
+            goal=step.state_before,
+            prefix="\n".join(tactics[:index]),
+            tactic=step.tactic,
+            steps_remaining=len(tactics) - 1 - index,
+            theorem=str(theorem.key),
+        )
+        for index, step in enumerate(theorem.traced_tactics)
+    ]
 
 
 def read_progress_rows(path: str | Path) -> list[ProgressRow]:

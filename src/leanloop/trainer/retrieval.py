@@ -7,7 +7,7 @@ import csv
 import json
 import logging
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,8 @@ class RetrievalTrainer(CurriculumTrainer):
 
     ``train(repos, database, data_path, model_checkpoint_path=None)`` starts from
     ``model_checkpoint_path`` when given, else from the newest checkpoint in
-    ``config.output_dir`` (a previous run), else from ``config.model_name``. Each repository's
+    ``config.output_dir`` (a previous run), else from ``config.model_name``; ``after_step`` is
+    called after each repository's checkpoint (see ``CurriculumTrainer``). Each repository's
     checkpoint directory holds ``retriever.ckpt`` (weights, hyper-parameters, the EWC Fisher
     and anchor weights), the encoder and tokenizer in Hugging Face format, ``metrics.csv``,
     ``metrics.json`` and ``training_curves.png``. ``callbacks`` are extra Lightning callbacks.
@@ -81,6 +82,8 @@ class RetrievalTrainer(CurriculumTrainer):
         database: DynamicDatabase,
         data_path: str | Path,
         model_checkpoint_path: str | Path | None = None,
+        *,
+        after_step: Callable[[CurriculumStep], None] | None = None,
     ) -> list[Path]:
         if model_checkpoint_path is not None and not Path(model_checkpoint_path).exists():
             raise LeanloopError(
@@ -90,7 +93,7 @@ class RetrievalTrainer(CurriculumTrainer):
         previous = latest_checkpoint(self.output_dir)
         self._start = str(model_checkpoint_path or previous or self.config.model_name)
         self.data_path = Path(data_path)
-        return super().train(repos, database, data_path)
+        return super().train(repos, database, data_path, after_step=after_step)
 
     def _hardware(self) -> Hardware:
         """The device to train on: ``hardware`` if given, else what is present; ``num_gpus=0``

@@ -1,0 +1,54 @@
+"""``HFAgent``: trains a Hugging Face tactic generator (``SFTTrainer`` or ``GRPOTrainer``)
+repository by repository and proves with it (``HFProver`` on the trainer's ``output_dir``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from leanloop.agent.base_agent import BaseAgent
+from leanloop.database import DynamicDatabase
+from leanloop.errors import LeanloopError
+from leanloop.prover.config import ProverConfig
+from leanloop.prover.hf import HFProver
+
+
+class HFAgent(BaseAgent):
+    """``HFAgent(trainer=SFTTrainer(...) | GRPOTrainer(...))``: ``train()`` fine-tunes the
+    trainer's model on the repositories in curriculum order; ``prove()`` searches with the
+    newest checkpoint (a LoRA adapter when the trainer trains one). See :class:`BaseAgent` for
+    the other arguments."""
+
+    def __init__(
+        self,
+        trainer: Any,
+        database_path: str | os.PathLike | DynamicDatabase | None = None,
+        *,
+        prover_config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
+        data_path: str | os.PathLike | None = None,
+    ) -> None:
+        from leanloop.trainer.hf_common import HFCurriculumTrainer
+
+        if not isinstance(trainer, HFCurriculumTrainer):
+            raise LeanloopError(
+                f"HFAgent trains an SFTTrainer or a GRPOTrainer, not a {type(trainer).__name__}",
+                hint="LeanAgent trains the retriever (RetrievalTrainer)",
+            )
+        super().__init__(database_path, prover_config=prover_config, data_path=data_path)
+        self.trainer = trainer
+
+    @property
+    def output_dir(self):
+        return self.trainer.output_dir
+
+    @property
+    def use_lora(self) -> bool:
+        return self.trainer.use_lora
+
+    def _get_build_deps(self) -> bool:
+        return False
+
+    def _setup_prover(self) -> HFProver:
+        self.prover = HFProver(self.output_dir, use_lora=self.use_lora, config=self.prover_config)
+        return self.prover
