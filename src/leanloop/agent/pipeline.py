@@ -370,14 +370,36 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
         )
         say(reason)
         return LeanResults(status="skipped", reason=reason)
-    from leanloop.agent.proving import prove_project_sorries
+    from leanloop.agent.proving import prove_sorries
+    from leanloop.prover.config import ProverConfig
+    from leanloop.prover.hf import HFProver
 
-    project = out / "lean-project"
+    project = out / "lean-project"  # a copy: filling sorries edits the files
     if project.exists():
         shutil.rmtree(project)
     shutil.copytree(source, project, ignore=shutil.ignore_patterns(".lake", ".leanloop-backups"))
-    say(f"Lean found: tracing and proving the sorries of {project} ...")
-    return prove_project_sorries(project, database, out / "generator", out / "lean-report", say)
+    say(f"Lean found: tracing {project} and proving its sorries (checked by Lean) ...")
+    traced = database.trace_repository(path=project, workers=1)
+    theorems = database.get_sorry_theorems(traced.repository)
+    prover = HFProver(
+        out / "generator",
+        config=ProverConfig(
+            timeout=config.search_seconds,
+            max_expansions=4 * config.search_expansions,
+            num_sampled_tactics=config.eval_k,
+            seed=config.seed,
+        ),
+        project_root=project,
+    )
+    report = prove_sorries(theorems, prover, project, database=database, run="run:lean")
+    report.write(out / "lean-report")
+    say(f"  {report.summary()}")
+    return LeanResults(
+        status="done",
+        proved=len(report.written),
+        tried=len(report.rows),
+        report=report.model_dump(mode="json"),
+    )
 
 
 def _example_project() -> Path | None:
