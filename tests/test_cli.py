@@ -220,8 +220,10 @@ def test_download_with_local_archive_and_offline_failure(capsys, tmp_path, monke
 
 
 def test_usage_error_exit_code(capsys):
+    code, _, err = run(capsys, "db", "import", "--bogus")
+    assert code == 2 and "No such option" in err
     code, _, err = run(capsys, "db", "import")
-    assert code == 2 and "Missing argument" in err
+    assert_one_line_error(code, err, "no dataset to import", "--config")
 
 
 def test_run_config_errors_name_the_file_and_field(capsys, tmp_path):
@@ -376,3 +378,26 @@ def test_failed_download_leaves_no_empty_folder(capsys, tmp_path, monkeypatch):
     )
     assert_one_line_error(code, err, "cannot download")
     assert not (tmp_path / "new").exists()
+
+
+def test_every_command_takes_its_options_from_a_config_file(capsys, sample_dir, tmp_path):
+    db = str(tmp_path / "c.db")
+    (tmp_path / "import.yaml").write_text(f"source: {sample_dir}\ndb: {db}\nkeep-splits: true\n")
+    code, out, err = run(capsys, "db", "import", "--config", str(tmp_path / "import.yaml"))
+    assert code == 0 and "177 theorems" in out, err
+    (tmp_path / "export.yaml").write_text(f"output: {tmp_path / 'o'}\ndb: {db}\n")
+    code, out, err = run(capsys, "db", "export", "--config", str(tmp_path / "export.yaml"))
+    assert code == 0, err
+    # the dataset's own labels were kept: all 177 in test
+    assert "random: train 0, val 0, test 177" in out
+    (tmp_path / "stats.yaml").write_text(f"db: {db}\njson: true\n")
+    code, out, _ = run(capsys, "db", "stats", "--config", str(tmp_path / "stats.yaml"))
+    assert code == 0 and json.loads(out)["theorems"] == 177
+    code, out, _ = run(capsys, "db", "stats", "--config", str(tmp_path / "stats.yaml"), "--table")
+    assert code == 0 and "total: 1 repositories" in out  # the option given wins over the file
+    (tmp_path / "bad.yaml").write_text(f"db: {db}\njsn: true\n")
+    code, _, err = run(capsys, "db", "stats", "--config", str(tmp_path / "bad.yaml"))
+    assert_one_line_error(code, err, "bad.yaml", "field 'jsn'", "unknown option")
+    (tmp_path / "trace.yaml").write_text("workers: many\n")
+    code, _, err = run(capsys, "trace", "x", "--config", str(tmp_path / "trace.yaml"))
+    assert_one_line_error(code, err, "trace.yaml", "field 'workers'")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -103,6 +103,63 @@ def progress_bar(
                 bar.update(task, description=finishing)
 
         yield update
+
+
+CONFIG_OPTION = typer.Option(
+    None,
+    "--config",
+    metavar="FILE",
+    help="A YAML or JSON file of this command's options (keys are the option names, '_' for "
+    "'-'); options given on the command line override it.",
+    show_default=False,
+)
+
+
+def command_settings(
+    config: Path | None, fields: dict[str, tuple[Any, Any]], given: dict[str, Any]
+) -> Any:
+    """A command's settings: each field's default, then the value in the ``--config`` file,
+    then the value given on the command line (None: not given). ``fields`` maps each name to
+    its type and default; a wrong or unknown key in the file is an error naming it."""
+    from types import SimpleNamespace
+
+    from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+    from leanloop.configfile import read_config_file
+    from leanloop.errors import DataFormatError
+
+    # an option named like a pydantic attribute ('json') is a field with that alias
+    model = create_model(
+        "CommandSettings",
+        __config__=ConfigDict(extra="forbid", populate_by_name=True),
+        **{
+            (f"{name}_" if hasattr(BaseModel, name) else name): (kind, Field(default, alias=name))
+            for name, (kind, default) in fields.items()
+        },
+    )
+    values: dict[str, Any] = {}
+    where: str = "the command line"
+    if config is not None:
+        path = user_path(config)
+        loaded = read_config_file(path) or {}
+        if not isinstance(loaded, dict):
+            raise DataFormatError(path, "expected a mapping of option names to values")
+        values.update({str(k).replace("-", "_"): v for k, v in loaded.items()})
+        where = str(path)
+    values.update({name: value for name, value in given.items() if value is not None})
+    try:
+        return SimpleNamespace(**model.model_validate(values).model_dump(by_alias=True))
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = ".".join(str(p) for p in error["loc"]) or "?"
+        problem = (
+            "unknown option"
+            if error["type"] == "extra_forbidden"
+            else error["msg"].removeprefix("Value error, ")
+        )
+        raise DataFormatError(
+            where, problem, field=name, hint=f"options: {', '.join(fields)}"
+        ) from None
 
 
 def user_path(value: str | Path) -> Path:

@@ -3,6 +3,7 @@ statistics and sorries."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
@@ -11,7 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from leanloop.cli.common import (
+    CONFIG_OPTION,
     DB_OPTION,
+    command_settings,
     console,
     err_console,
     existing_path,
@@ -30,19 +33,35 @@ app = new_app(help="The lifelong database of traced repositories.")
 
 @app.command("import")
 def import_(
-    source: str = typer.Argument(
-        ..., metavar="SOURCE", help="A LeanDojo-format directory or split file."
+    source: str | None = typer.Argument(
+        None,
+        metavar="SOURCE",
+        help="A LeanDojo-format directory or split file (or 'source' in --config).",
+        show_default=False,
     ),
     db: str | None = DB_OPTION,
-    keep_splits: bool = typer.Option(
-        False, "--keep-splits", help="Keep the dataset's own train/val/test assignment."
+    keep_splits: bool | None = typer.Option(
+        None,
+        "--keep-splits/--new-splits",
+        help="Keep the dataset's own train/val/test assignment [default: new splits].",
+        show_default=False,
     ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Import a LeanDojo-format dataset (or part of one) into the database."""
-    path = existing_path(source, "source")
-    database = open_database(db)
+    s = command_settings(
+        config,
+        {"source": (str | None, None), "db": (str | None, None), "keep_splits": (bool, False)},
+        {"source": source, "db": db, "keep_splits": keep_splits},
+    )
+    if not s.source:
+        from leanloop.errors import LeanloopError
+
+        raise LeanloopError("no dataset to import", hint="give SOURCE, or 'source' in --config")
+    path = existing_path(s.source, "source")
+    database = open_database(s.db)
     with progress_bar(f"importing {path.name}") as update:
-        counts = database.import_leandojo(path, keep_splits=keep_splits, progress=update)
+        counts = database.import_leandojo(path, keep_splits=s.keep_splits, progress=update)
     console.print(
         f"imported into {database.description}: "
         f"{counts.theorems_added} theorems ({counts.theorems_skipped} already present), "
@@ -165,7 +184,12 @@ def print_export_report(report) -> None:
 
 @app.command("export")
 def export(
-    output: str = typer.Argument(..., metavar="DIR", help="Directory to write the dataset to."),
+    output: str | None = typer.Argument(
+        None,
+        metavar="DIR",
+        help="Directory to write the dataset to (or 'output' in --config).",
+        show_default=False,
+    ),
     db: str | None = DB_OPTION,
     repo: list[str] = typer.Option(
         [],
@@ -192,19 +216,36 @@ def export(
         help="Seed of the split assignment [default: as for --val, else 3407].",
         show_default=False,
     ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Export repositories as a LeanDojo-format dataset (random and novel_premises splits).
 
     Only the dataset's own files in DIR are replaced; a theorem keeps its split forever.
     """
-    config = _split_config(val, test, seed)
-    database = open_database(db, must_exist=True)
-    repositories = _select_repositories(database, repo)
+    s = command_settings(
+        config,
+        {
+            "output": (str | None, None),
+            "db": (str | None, None),
+            "repo": (list[str], []),
+            "val": (float | None, None),
+            "test": (float | None, None),
+            "seed": (int | None, None),
+        },
+        {"output": output, "db": db, "repo": repo or None, "val": val, "test": test, "seed": seed},
+    )
+    if not s.output:
+        from leanloop.errors import LeanloopError
+
+        raise LeanloopError("no directory to export to", hint="give DIR, or 'output' in --config")
+    split_config = _split_config(s.val, s.test, s.seed)
+    database = open_database(s.db, must_exist=True)
+    repositories = _select_repositories(database, s.repo)
     with progress_bar(
         "exporting theorems", finishing="writing the corpus and committing"
     ) as update:
         report = database.export_merged_data(
-            repositories, user_path(output), split_config=config, progress=update
+            repositories, user_path(s.output), split_config=split_config, progress=update
         )
     print_export_report(report)
 
@@ -212,6 +253,7 @@ def export(
 @app.command("reset-splits")
 def reset_splits(
     db: str | None = DB_OPTION,
+    config: Path | None = CONFIG_OPTION,
     scheme: str | None = typer.Option(
         None,
         "--scheme",
@@ -222,9 +264,21 @@ def reset_splits(
 ) -> None:
     """Forget the stored split assignments (and the settings that made them), so that the next
     export assigns every theorem afresh."""
-    count = open_database(db, must_exist=True).reset_splits(scheme)
+    s = command_settings(
+        config,
+        {"db": (str | None, None), "scheme": (str | None, None)},
+        {"db": db, "scheme": scheme},
+    )
+    scheme = s.scheme
+    count = open_database(s.db, must_exist=True).reset_splits(scheme)
     which = f"of {scheme}" if scheme else "of every scheme"
     console.print(f"forgot {count} split assignments {which}", highlight=False)
+
+
+def _view_settings(config: Path | None, db: str | None, as_json: bool | None):
+    return command_settings(
+        config, {"db": (str | None, None), "json": (bool, False)}, {"db": db, "json": as_json}
+    )
 
 
 def print_stats(stats) -> None:
@@ -256,11 +310,15 @@ def print_stats(stats) -> None:
 @app.command("stats")
 def stats(
     db: str | None = DB_OPTION,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    as_json: bool | None = typer.Option(
+        None, "--json/--table", help="Print JSON instead of a table.", show_default=False
+    ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Show what the database holds: repositories, theorems, sorries, difficulty."""
-    result = open_database(db, must_exist=True).stats()
-    if as_json:
+    s = _view_settings(config, db, as_json)
+    result = open_database(s.db, must_exist=True).stats()
+    if s.json:
         typer.echo(result.model_dump_json(indent=2))
     else:
         print_stats(result)
@@ -269,11 +327,15 @@ def stats(
 @app.command("sorries")
 def sorries(
     db: str | None = DB_OPTION,
-    as_json: bool = typer.Option(False, "--json", help="Print JSON lines instead of a table."),
+    as_json: bool | None = typer.Option(
+        None, "--json/--table", help="Print JSON lines instead of a table.", show_default=False
+    ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """List theorems whose proofs still contain ``sorry``."""
-    open_sorries = open_database(db, must_exist=True).get_sorry_theorems()
-    if as_json:
+    s = _view_settings(config, db, as_json)
+    open_sorries = open_database(s.db, must_exist=True).get_sorry_theorems()
+    if s.json:
         for theorem in open_sorries:
             typer.echo(
                 orjson.dumps(theorem.model_dump(mode="json", exclude={"traced_tactics"})).decode()

@@ -3,21 +3,33 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
-from leanloop.cli.common import DB_OPTION, console, err_console, open_database, progress_bar
+from leanloop.cli.common import (
+    CONFIG_OPTION,
+    DB_OPTION,
+    command_settings,
+    console,
+    err_console,
+    open_database,
+    progress_bar,
+)
 
 
 def doctor(
     project: str | None = typer.Argument(
         None, metavar="[PROJECT]", help="A Lean project directory or .lean file."
     ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Show what Lean tooling was found and the commands that install what is missing."""
     from leanloop.lean.project import open_project
     from leanloop.lean.toolchain import diagnose
 
-    lean_project = open_project(project) if project else None
+    settings = command_settings(config, {"project": (str | None, None)}, {"project": project})
+    lean_project = open_project(settings.project) if settings.project else None
     if lean_project is not None:
         console.print(
             f"project {lean_project.root} ({lean_project.kind}), pins "
@@ -36,34 +48,76 @@ def doctor(
         raise typer.Exit(1)
 
 
+TRACE_FIELDS = {
+    "project": (str | None, None),
+    "commit": (str | None, None),
+    "db": (str | None, None),
+    "workers": (int, 1),
+    "build": (bool, True),
+    "deps": (bool, False),
+    "timeout": (float, 1800.0),
+}
+
+
 def trace(
-    project: str = typer.Argument(
-        ..., metavar="PROJECT", help="Git URL, local directory or .lean file."
+    project: str | None = typer.Argument(
+        None,
+        metavar="PROJECT",
+        help="Git URL, local directory or .lean file (or 'project' in --config).",
+        show_default=False,
     ),
     commit: str | None = typer.Option(
         None, "--commit", metavar="SHA", help="Commit to trace [default: HEAD]."
     ),
     db: str | None = DB_OPTION,
-    workers: int = typer.Option(
-        1, "--workers", min=1, metavar="N", help="Files elaborated at once."
+    workers: int | None = typer.Option(
+        None, "--workers", min=1, metavar="N", help="Files elaborated at once [default: 1]."
     ),
-    no_build: bool = typer.Option(False, "--no-build", help="Skip 'lake build'."),
-    deps: bool = typer.Option(False, "--deps", help="Also scan dependencies for premises."),
-    timeout: float = typer.Option(
-        1800.0, "--timeout", metavar="SECONDS", help="Seconds allowed per file."
+    build: bool | None = typer.Option(
+        None,
+        "--build/--no-build",
+        help="Run 'lake build' first [default: build].",
+        show_default=False,
     ),
+    deps: bool | None = typer.Option(
+        None,
+        "--deps/--no-deps",
+        help="Also scan dependencies for premises [default: no].",
+        show_default=False,
+    ),
+    timeout: float | None = typer.Option(
+        None, "--timeout", metavar="SECONDS", help="Seconds allowed per file [default: 1800]."
+    ),
+    config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Trace a Lean project (theorems, tactic states, premises, sorries) into the database."""
-    database = open_database(db)
-    with progress_bar(f"tracing {project}") as update:
+    from leanloop.errors import LeanloopError
+
+    s = command_settings(
+        config,
+        TRACE_FIELDS,
+        {
+            "project": project,
+            "commit": commit,
+            "db": db,
+            "workers": workers,
+            "build": build,
+            "deps": deps,
+            "timeout": timeout,
+        },
+    )
+    if not s.project:
+        raise LeanloopError("no project to trace", hint="give PROJECT, or 'project' in --config")
+    database = open_database(s.db)
+    with progress_bar(f"tracing {s.project}") as update:
         # open_project tells a git URL from a local directory or file
         report = database.trace_repository(
-            path=project,
-            commit=commit,
-            build=not no_build,
-            build_deps=deps,
-            workers=workers,
-            timeout=timeout,
+            path=s.project,
+            commit=s.commit,
+            build=s.build,
+            build_deps=s.deps,
+            workers=s.workers,
+            timeout=s.timeout,
             progress=update,
         )
     counts = report.counts
