@@ -31,6 +31,16 @@ _EXPORTS = {
     "ReplServer": "leanloop.lean.repl",
     "PantographServer": "leanloop.lean.pantograph",
     "open_project": "leanloop.lean.project",
+    "BaseProver": "leanloop.prover.base",
+    "HFProver": "leanloop.prover.hf",
+    "RetrievalProver": "leanloop.prover.retrieval",
+    "ExternalProver": "leanloop.prover.external",
+    "ProverConfig": "leanloop.prover.config",
+    "ReplayServer": "leanloop.prover.replay",
+    "BaseAgent": "leanloop.agent.base_agent",
+    "HFAgent": "leanloop.agent.hf_agent",
+    "LeanAgent": "leanloop.agent.lean_agent",
+    "ExternalAgent": "leanloop.agent.external_agent",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -83,7 +83,7 @@ def resolve_data(config: RunConfig, say: Say) -> Path:
 def plan(config: RunConfig) -> list[tuple[str, float]]:
     """The steps and how long each should take (seconds), for the user to read up front."""
     # measured on a 2-core CPU: loading and converting SmolLM2 ~40 s the first time, ~2 s per
-    # state for a few beams, ~1.5 s per expansion of the replayed search
+    # state for a few beams
     generator_load = 5 if config.quick else 40
     per_generation = 0.3 if config.quick else 2.0
     retriever = config.retriever_seconds + 15
@@ -91,8 +91,8 @@ def plan(config: RunConfig) -> list[tuple[str, float]]:
         generator_load
         + 2 * config.eval_steps * per_generation
         + config.generator_seconds
-        + config.search_theorems
-        * min(config.search_seconds, config.search_expansions * 1.5 * per_generation)
+        # a theorem whose first tactics all fail ends after one expansion; found ones take more
+        + config.search_theorems * min(config.search_seconds, 2.5 * per_generation)
     )
     return [
         ("import the data, split, export", 10),

@@ -162,15 +162,21 @@ class RunReport(BaseModel):
             r = self.retriever
             names = ["BM25", "untrained", "trained"]
             values = [100 * r.bm25["R@10"], 100 * r.untrained["R@10"], 100 * r.trained["R@10"]]
-            axes[0].bar(names, values, color=["#999999", "#bbbbbb", "#3366cc"])
+            bars = axes[0].bar(names, values, color=["#999999", "#bbbbbb", "#3366cc"])
+            axes[0].bar_label(bars, fmt="%.1f")
             axes[0].set_title(f"retriever R@10 (%), {r.test_steps} test steps")
         if self.generator is not None:
             g = self.generator
             labels = ["top-1", f"top-{g.after.k}"]
             x = range(len(labels))
-            axes[1].bar([i - 0.2 for i in x], [g.before.top1, g.before.topk], 0.4, label="base")
-            axes[1].bar([i + 0.2 for i in x], [g.after.top1, g.after.topk], 0.4, label="trained")
+            before = [g.before.top1, g.before.topk]
+            after = [g.after.top1, g.after.topk]
+            bars = axes[1].bar([i - 0.2 for i in x], before, 0.4, label="base", color="#bbbbbb")
+            axes[1].bar_label(bars, fmt="%.2f")
+            bars = axes[1].bar([i + 0.2 for i in x], after, 0.4, label="trained", color="#3366cc")
+            axes[1].bar_label(bars, fmt="%.2f")
             axes[1].set_xticks(list(x), labels)
+            axes[1].set_ylim(0, max(0.1, *before, *after) * 1.25)
             axes[1].legend()
             axes[1].set_title(f"tactic accuracy, {g.after.steps} test steps")
         if self.search is not None:
@@ -183,7 +189,7 @@ class RunReport(BaseModel):
                     [report.status_counts[s] for s in statuses],
                     color="#3366cc" if offset == 0 else "#999999",
                 )
-            axes[2].set_title("search outcomes (replay: 'replayed' = recorded proof found)")
+            axes[2].set_title("replayed search: outcomes per theorem")
             axes[2].tick_params(axis="x", labelsize=7)
         figure.tight_layout()
         figure.savefig(path, dpi=100)
