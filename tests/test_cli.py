@@ -303,6 +303,19 @@ def test_export_keeps_the_users_files_and_database(capsys, sample_dir, tmp_path,
     assert (work / "random" / "notes.txt").read_text() == "also mine"
 
 
+def test_export_from_a_read_only_database_says_why_it_must_write(capsys, sample_dir, tmp_path):
+    path = tmp_path / "x.db"
+    assert run(capsys, "db", "import", str(sample_dir), "--db", str(path))[0] == 0
+    before = path.read_bytes()
+    read_only = f"sqlite:///file:{path}?mode=ro&uri=true"
+    code, out, _ = run(capsys, "db", "stats", "--db", read_only, "--json")
+    assert code == 0 and json.loads(out)["theorems"] == 177  # reading works
+    code, _, err = run(capsys, "db", "export", str(tmp_path / "out"), "--db", read_only)
+    assert_one_line_error(code, err, "read-only", "stores each theorem's split")
+    assert path.read_bytes() == before
+    assert not (tmp_path / "out" / "random").exists()
+
+
 def test_tilde_is_expanded(capsys, sample_dir, tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.chdir(tmp_path)

@@ -36,7 +36,10 @@ class DatabaseAccess:
     def sqlite_path(self) -> Path | None:
         if self.url.get_backend_name() != "sqlite" or self.url.database in (None, "", ":memory:"):
             return None
-        return Path(self.url.database)
+        database = self.url.database
+        if self.url.query.get("uri") == "true" and database.startswith("file:"):
+            database = database.removeprefix("file:")  # sqlite:///file:PATH?mode=ro&uri=true
+        return Path(database)
 
     def engine(self) -> Engine:
         if self._engine is None:
