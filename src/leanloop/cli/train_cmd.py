@@ -54,6 +54,7 @@ OUTPUT_OPTION = typer.Option(
     None, "--output-dir", metavar="DIR", help="output_dir: where checkpoints go."
 )
 BATCH_OPTION = typer.Option(None, "--batch-size", min=1, metavar="N", help="batch_size.")
+LR_OPTION = typer.Option(None, "--lr", metavar="RATE", help="lr: peak learning rate.")
 MAX_STEPS_OPTION = typer.Option(
     None, "--max-steps", min=1, metavar="N", help="max_steps: optimizer steps per repository."
 )
@@ -121,7 +122,7 @@ def sft(
         None, "--epochs", min=0, metavar="N", help="epochs_per_repo."
     ),
     batch_size: int | None = BATCH_OPTION,
-    lr: float | None = typer.Option(None, "--lr", metavar="RATE", help="lr: peak learning rate."),
+    lr: float | None = LR_OPTION,
     max_steps: int | None = MAX_STEPS_OPTION,
 ) -> None:
     """Supervised fine-tuning of a tactic generator (SFTTrainer, SFTTrainerConfig fields)."""
@@ -179,7 +180,7 @@ def grpo(
     num_generations: int | None = typer.Option(
         None, "--num-generations", min=2, metavar="N", help="Completions sampled per prompt."
     ),
-    lr: float | None = typer.Option(None, "--lr", metavar="RATE", help="lr: peak learning rate."),
+    lr: float | None = LR_OPTION,
     max_steps: int | None = MAX_STEPS_OPTION,
 ) -> None:
     """Reinforcement learning of a tactic generator with GRPO (GRPOTrainer, GRPOTrainerConfig
@@ -252,7 +253,7 @@ def retrieval(
         None, "--max-epochs", min=1, metavar="N", help="max_epochs per repository."
     ),
     batch_size: int | None = BATCH_OPTION,
-    lr: float | None = typer.Option(None, "--lr", metavar="RATE", help="lr: peak learning rate."),
+    lr: float | None = LR_OPTION,
     max_steps: int | None = MAX_STEPS_OPTION,
     lambda_value: float | None = typer.Option(
         None, "--lambda", min=0, metavar="λ", help="lambda_value: the EWC weight (0: no EWC)."
