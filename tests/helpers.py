@@ -1,4 +1,5 @@
-"""Builders for test data derived from the real LeanDojo sample (renamed copies, datasets)."""
+"""Builders for test data derived from the real LeanDojo sample (renamed copies, datasets), and
+the command line run in-process."""
 
 from __future__ import annotations
 
@@ -95,3 +96,22 @@ def corpus_from_theorems(theorems: Iterable[Theorem]) -> list[dict]:
         {"path": path, "imports": [], "premises": list(premises.values())}
         for path, premises in sorted(files.items())
     ]
+
+
+def run_cli(capsys, *argv) -> tuple[int, str, str]:
+    """Run ``leanloop ARGV`` in this process: exit code, standard output, standard error."""
+    from leanloop.cli.app import main
+
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_one_line_error(code: int, err: str, *words: str) -> None:
+    """A failure told in one ``error:`` line (and at most a hint) that names ``words``."""
+    assert code != 0 and "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and lines[0].startswith("error:"), err
+    assert len(lines) <= 2, err  # the error and possibly a hint
+    for word in words:
+        assert word in err, f"{word!r} not in {err!r}"

@@ -8,30 +8,16 @@ import json
 
 import pytest
 
-from leanloop.cli.app import main
 from leanloop.database import DynamicDatabase
+from tests.helpers import assert_one_line_error, run_cli
 from tests.test_replay_server import UNREPLAYABLE
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *words: str) -> None:
-    assert code != 0 and "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert lines[0].startswith("error:") and len(lines) <= 2, err
-    for word in words:
-        assert word in err, f"{word!r} not in {err!r}"
 
 
 def test_replay_of_the_sample_as_json(capsys, sample_dir, tmp_path):
     db = str(tmp_path / "p.db")
     out_dir = tmp_path / "report"
     argv = ["prove", "--dataset", str(sample_dir), "--replay", "--db", db, "--json"]
-    code, out, err = run(capsys, *argv, "--out", str(out_dir))
+    code, out, err = run_cli(capsys, *argv, "--out", str(out_dir))
     assert code == 0, err
     rows = [json.loads(line) for line in out.splitlines()]
     assert len(rows) == 85  # the theorems with traced tactics
@@ -48,7 +34,7 @@ def test_replay_of_the_sample_as_json(capsys, sample_dir, tmp_path):
     assert len(stored) == 85
 
     # a rerun skips everything finished, and still shows every theorem
-    code, out, err = run(capsys, *argv, "--out", str(out_dir))
+    code, out, err = run_cli(capsys, *argv, "--out", str(out_dir))
     assert code == 0 and len(out.splitlines()) == 85
     assert "85 attempts were already finished in this run" in err
 
@@ -56,7 +42,7 @@ def test_replay_of_the_sample_as_json(capsys, sample_dir, tmp_path):
 def test_summary_table_and_options(capsys, sample_dir, tmp_path):
     config = tmp_path / "prover.yaml"
     config.write_text("num_sampled_tactics: 4\nstrategy: depth_first\nmax_expansions: 50\n")
-    code, out, err = run(
+    code, out, err = run_cli(
         capsys,
         "prove",
         "--dataset",
@@ -88,7 +74,7 @@ def test_without_lean_and_without_replay_one_line_says_lean_is_needed(
 ):
     monkeypatch.setenv("PATH", str(tmp_path))  # no elan, lake or lean to be found
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys,
         "prove",
         "--dataset",
@@ -112,7 +98,7 @@ def test_without_lean_and_without_replay_one_line_says_lean_is_needed(
     ],
 )
 def test_bad_input_is_one_line(capsys, sample_dir, tmp_path, extra, words):
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys, "prove", "--dataset", str(sample_dir), "--db", str(tmp_path / "b.db"), *extra
     )
     assert_one_line_error(code, err, *words)
@@ -120,7 +106,7 @@ def test_bad_input_is_one_line(capsys, sample_dir, tmp_path, extra, words):
 
 def test_an_external_model_without_its_key_is_refused(capsys, sample_dir, tmp_path, monkeypatch):
     monkeypatch.delenv("LEANLOOP_TEST_KEY", raising=False)
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys,
         "prove",
         "--dataset",

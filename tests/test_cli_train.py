@@ -14,7 +14,7 @@ from typer.core import TyperOption
 from leanloop.cli.app import app, main
 from leanloop.ml.generation import CHECKPOINT_INFO
 from tests.conftest import REPO_ROOT
-from tests.helpers import moved, sample_theorems, write_dataset
+from tests.helpers import assert_one_line_error, moved, run_cli, sample_theorems, write_dataset
 from tests.tiny_causal import shared_tiny_model
 
 pytestmark = pytest.mark.filterwarnings(
@@ -31,20 +31,6 @@ COMMANDS = [
     ("evaluate", "progress"),
     ("prove",),
 ]
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *words: str) -> None:
-    assert code != 0 and "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert lines and lines[0].startswith("error:") and len(lines) <= 2, err
-    for word in words:
-        assert word in err, f"{word!r} not in {err!r}"
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +57,7 @@ def test_every_option_is_documented(command, capsys):
         found = found.commands[name]
     options = [p for p in found.params if isinstance(p, TyperOption)]
     assert options and all(p.help for p in options), [p.name for p in options if not p.help]
-    code, out, _ = run(capsys, *command, "--help")
+    code, out, _ = run_cli(capsys, *command, "--help")
     assert code == 0 and found.help.split()[0] in out
     for option in options:
         assert option.opts[0] in out
@@ -86,7 +72,7 @@ def test_sft_from_a_config_with_options_on_top(capsys, db, sample_dir, tmp_path)
         "plot_curves: false\n"
     )
     argv = ["train", "sft", "--config", config, "--db", db, "--output-dir", out]
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys, *argv, "--batch-size", "2", "--max-steps", "2", "--repo", "example/lean-b"
     )
     assert code == 0, err
@@ -98,7 +84,7 @@ def test_sft_from_a_config_with_options_on_top(capsys, db, sample_dir, tmp_path)
     assert not (tmp_path / "elsewhere").exists()
     assert (out / "data" / "random" / "train.json").is_file()
 
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys,
         "evaluate",
         "tactics",
@@ -130,7 +116,7 @@ def test_grpo_rewards_by_name(capsys, db, sample_dir, tmp_path, monkeypatch):
         "progress_bars: false\nevaluate: false\nplot_curves: false\n"
     )
     out = tmp_path / "grpo"
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys,
         "train",
         "grpo",
@@ -151,16 +137,18 @@ def test_grpo_rewards_by_name(capsys, db, sample_dir, tmp_path, monkeypatch):
     assert "1. example/lean-b@bbbbbbbbbbbb:" in stdout and "1 steps" in stdout
     assert (out / "LATEST").is_file()
     # a reward that needs Lean says so, in one line
-    code, _, err = run(capsys, "train", "grpo", "--config", config, "--db", db, "--reward", "lean")
+    code, _, err = run_cli(
+        capsys, "train", "grpo", "--config", config, "--db", db, "--reward", "lean"
+    )
     assert_one_line_error(code, err, "--lean-project")
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no Lean, wherever the test runs
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "no-elan"))
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys, "train", "grpo", "--config", config, "--db", db, "--reward", "lean",
         "--lean-project", REPO_ROOT / "examples" / "lean-project",
     )  # fmt: skip
     assert_one_line_error(code, err, "no Lean toolchain", "elan")
-    code, _, err = run(capsys, "train", "grpo", "--config", config, "--db", db, "--reward", "x")
+    code, _, err = run_cli(capsys, "train", "grpo", "--config", config, "--db", db, "--reward", "x")
     assert_one_line_error(code, err, "unknown reward 'x'", "exact_match")
 
 
@@ -172,14 +160,14 @@ def test_retrieval_records_the_lifelong_matrix(capsys, db, tiny_encoder, tmp_pat
         "max_seq_len: 96\nnum_retrieved: 20\nfisher_max_samples: 16\n"
         "enable_progress_bar: false\n"
     )
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys, "train", "retrieval", "--config", config, "--db", db, "--max-steps", "2"
     )
     assert code == 0, err
     assert "training on 2 repositories" in stdout and "lifelong R@10" in stdout
     matrix = json.loads((out / "lifelong.json").read_text())
     assert [len(row) for row in matrix["recall"]] == [1, 2]
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys, "evaluate", "retrieval", "--checkpoint", out, "--dataset", out / "data", "--json"
     )
     assert code == 0, err
@@ -190,7 +178,7 @@ def test_retrieval_records_the_lifelong_matrix(capsys, db, tiny_encoder, tmp_pat
 
 def test_progress_trains_on_the_database_and_evaluates(capsys, db, tiny_encoder, tmp_path):
     out = tmp_path / "progress"
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys,
         "train",
         "progress",
@@ -208,7 +196,7 @@ def test_progress_trains_on_the_database_and_evaluates(capsys, db, tiny_encoder,
     assert code == 0, err
     assert f"progress rows from 2 repositories in {out / 'data' / 'progress.jsonl'}" in stdout
     assert "validation MSE" in stdout
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys, "evaluate", "progress", "--checkpoint", out, "--db", db, "--data",
         tmp_path / "export", "--json",
     )  # fmt: skip
@@ -218,30 +206,32 @@ def test_progress_trains_on_the_database_and_evaluates(capsys, db, tiny_encoder,
 
 
 def test_bad_input_is_one_line(capsys, db, tmp_path):
-    code, _, err = run(capsys, "train", "sft", "--db", db)
+    code, _, err = run_cli(capsys, "train", "sft", "--db", db)
     assert_one_line_error(code, err, "field 'model_name' is missing")
     config = tmp_path / "bad.yaml"
     config.write_text("model_name: tinycoder\nlearning_rate: 0.1\n")
-    code, _, err = run(capsys, "train", "sft", "--config", config, "--db", db)
+    code, _, err = run_cli(capsys, "train", "sft", "--config", config, "--db", db)
     assert_one_line_error(code, err, f"{config}: unknown field 'learning_rate'")
-    code, _, err = run(capsys, "train", "sft", "--model", "m", "--db", tmp_path / "none.db")
+    code, _, err = run_cli(capsys, "train", "sft", "--model", "m", "--db", tmp_path / "none.db")
     assert_one_line_error(code, err, "no database at")
-    code, _, err = run(capsys, "train", "retrieval", "--db", db, "--repo", "nobody/nothing")
+    code, _, err = run_cli(capsys, "train", "retrieval", "--db", db, "--repo", "nobody/nothing")
     assert_one_line_error(code, err, "no repository 'nobody/nothing'")
-    code, _, err = run(capsys, "train", "sft", "--config", tmp_path / "missing.yaml", "--db", db)
+    code, _, err = run_cli(
+        capsys, "train", "sft", "--config", tmp_path / "missing.yaml", "--db", db
+    )
     assert_one_line_error(code, err, "the configuration file does not exist")
 
-    code, _, err = run(capsys, "evaluate", "tactics", "--db", db)
+    code, _, err = run_cli(capsys, "evaluate", "tactics", "--db", db)
     assert_one_line_error(code, err, "field 'checkpoint' is missing")
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys, "evaluate", "tactics", "--checkpoint", tmp_path / "none", "--dataset", tmp_path
     )
     assert_one_line_error(code, err, "missing data split file")
     (tmp_path / "random").mkdir()
     (tmp_path / "random" / "test.json").write_text("[]")
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys, "evaluate", "progress", "--checkpoint", tmp_path / "none", "--dataset", tmp_path
     )
     assert_one_line_error(code, err, "no such directory")
-    code, _, err = run(capsys, "evaluate", "retrieval", "--checkpoint", "x", "--k", "5")
+    code, _, err = run_cli(capsys, "evaluate", "retrieval", "--checkpoint", "x", "--k", "5")
     assert code == 2 and "Traceback" not in err  # a usage error: R@10 needs 10

@@ -14,27 +14,13 @@ import pytest
 
 from leanloop.agent import proving
 from leanloop.cli import prove_cmd
-from leanloop.cli.app import main
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from leanloop.lean.pool import ServerPool
 from tests.conftest import REPO_ROOT
+from tests.helpers import assert_one_line_error, run_cli
 from tests.test_proving import ACCEPTED, FILES, REPO, scripted_prover
 from tests.test_proving import demo as demo
-
-
-def run(capsys, *argv) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def assert_one_line_error(code: int, err: str, *words: str) -> None:
-    assert code != 0 and "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert lines and lines[0].startswith("error:") and len(lines) <= 2, err
-    for word in words:
-        assert word in err, f"{word!r} not in {err!r}"
 
 
 @pytest.fixture
@@ -72,7 +58,7 @@ def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path,
     )
     monkeypatch.setattr(prove_cmd, "_prover", lambda *args: scripted_prover())
     out = tmp_path / "reports"
-    code, stdout, err = run(
+    code, stdout, err = run_cli(
         capsys,
         "prove",
         "--project",
@@ -118,17 +104,17 @@ def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path,
 
 def test_errors(capsys, tmp_path, sample_dir, no_lean):
     project = REPO_ROOT / "examples" / "lean-project"
-    code, _, err = run(capsys, "prove", "--db", tmp_path / "x.db")
+    code, _, err = run_cli(capsys, "prove", "--db", tmp_path / "x.db")
     assert_one_line_error(code, err, "nothing to prove", "--project")
-    code, _, err = run(capsys, "prove", "--project", project, "--generator", "hf:out")
+    code, _, err = run_cli(capsys, "prove", "--project", project, "--generator", "hf:out")
     assert_one_line_error(code, err, "no Lean toolchain", "elan")
-    code, _, err = run(capsys, "prove", "--project", project, "--generator", "recorded")
+    code, _, err = run_cli(capsys, "prove", "--project", project, "--generator", "recorded")
     assert_one_line_error(code, err, "needs a model")
-    code, _, err = run(capsys, "prove", "--project", project, "--replay")
+    code, _, err = run_cli(capsys, "prove", "--project", project, "--replay")
     assert_one_line_error(code, err, "--replay", "needs --dataset")
-    code, _, err = run(capsys, "prove", "--dataset", sample_dir, "--replay", "--branch", "b")
+    code, _, err = run_cli(capsys, "prove", "--dataset", sample_dir, "--replay", "--branch", "b")
     assert_one_line_error(code, err, "--branch goes with --project")
-    code, _, err = run(
+    code, _, err = run_cli(
         capsys, "prove", "--project", "https://github.com/x/y", "--generator", "hf:out"
     )
     assert_one_line_error(code, err, "no Lean toolchain")  # before anything is cloned

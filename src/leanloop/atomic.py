@@ -4,6 +4,7 @@ one, never a half-written result, and clean up what a killed writer left behind.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import secrets
@@ -20,6 +21,14 @@ _STAGING = re.compile(r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)-)?[0-9a-f]{12}\.new$")
 #: A staging directory of an older version (no process id in its name) counts as abandoned
 #: once it has not changed for this long.
 _UNOWNED_STALE_SECONDS = 3600.0
+
+
+def write_figure_atomic(path: str | Path, figure, dpi: int = 100) -> Path:
+    """Render a matplotlib figure as a PNG and replace ``path`` with it in one step."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    write_bytes_atomic(path, buffer.getvalue())
+    return Path(path)
 
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from leanloop.atomic import write_text_atomic
+from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import Repository
 from leanloop.trainer.base import CurriculumStep
 from leanloop.trainer.retrieval_config import TrainingConfig
@@ -138,11 +138,8 @@ class LifelongMatrix(BaseModel):
         )
         axes.set_title(shown or "R@10", fontsize=9)
         figure.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp.png")
-        figure.savefig(temporary, dpi=100)
+        write_figure_atomic(path, figure)
         plt.close(figure)
-        temporary.replace(path)
         return path
 
 

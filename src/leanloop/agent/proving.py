@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from leanloop.agent.git_branch import BranchCommitter
 from leanloop.agent.sorry_filling import BACKUP_DIR, FillResult, FillStatus, SorryFiller
-from leanloop.atomic import write_text_atomic
+from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
 from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
@@ -214,11 +214,8 @@ class SorryReport(BaseModel):
             title = f"{self.run}: replay of recorded steps (no Lean, nothing written)"
         figure.suptitle(title)
         figure.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp.png")
-        figure.savefig(temporary, dpi=100)
+        write_figure_atomic(path, figure)
         plt.close(figure)
-        temporary.replace(path)
         return path
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from leanloop.atomic import write_text_atomic
+from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey
 
 
@@ -110,9 +110,6 @@ class EvaluationReport(BaseModel):
             + (" (recorded proofs found, no Lean)" if self.replayed_only else "")
         )
         figure.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp.png")
-        figure.savefig(temporary, dpi=100)
+        write_figure_atomic(path, figure)
         plt.close(figure)
-        temporary.replace(path)
         return path
