@@ -6,13 +6,16 @@ bodies."""
 
 from __future__ import annotations
 
+import itertools
 import logging
 
 import httpx
 import pytest
 
+from leanloop.data.prompt import PromptFormat
 from leanloop.serve import ServeConfig, create_app
 from leanloop.serve.keys import MASK, Secrets
+from leanloop.serve.providers.base import rank_samples
 from tests.serve_support import FakeUpstream, live_server
 
 # google-genai subclasses an aiohttp class, which aiohttp warns about
@@ -83,6 +86,21 @@ def _sent_key(recorded) -> str | None:
         if name in headers:
             return headers[name].removeprefix("Bearer ")
     return None
+
+
+def test_sampled_replies_rank_the_same_whatever_order_the_calls_returned_in():
+    # Anthropic answers one reply per call and the calls run concurrently: their order varies
+    replies = ["simp", "omega", "simp", "rfl"]
+    rankings = {
+        tuple(
+            (g.tactic, round(g.score, 9))
+            for g in rank_samples([(r, None) for r in order], PromptFormat(), "", 4)
+        )
+        for order in itertools.permutations(replies)
+    }
+    assert len(rankings) == 1
+    (ranking,) = rankings
+    assert [tactic for tactic, _ in ranking] == ["simp", "omega", "rfl"]
 
 
 def test_answers_are_ranked_and_the_request_is_the_providers(provider):

@@ -147,7 +147,8 @@ def rank_samples(
 ) -> list[GeneratedTactic]:
     """The distinct tactics in ``replies`` that begin with ``prefix``, best first, at most ``k``:
     scored by their best log-probability when every reply has one, else by the log of their
-    share of the replies."""
+    share of the replies; tactics with equal shares come in the order of their text, so the
+    same samples give the same answer whatever order the calls returned in."""
     kept = []
     for text, logprob in replies:
         tactic = prompt_format.parse(text)
@@ -158,7 +159,7 @@ def rank_samples(
     counts = Counter(collapse_whitespace(tactic) for _, tactic, _ in kept)
     shares = [
         (text, math.log(counts[collapse_whitespace(tactic)] / len(replies)))
-        for text, tactic, _ in kept
+        for text, tactic, _ in sorted(kept, key=lambda item: collapse_whitespace(item[1]))
     ]
     return rank_tactics(shares, prompt_format, k)
 
