@@ -148,6 +148,7 @@ class ProcessTransport(Transport):
         self._process: subprocess.Popen | None = None
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque[str] = collections.deque(maxlen=40)
+        self._stderr_pump: threading.Thread | None = None
         self._lock = threading.Lock()
 
     # -- process life ------------------------------------------------------------------------
@@ -193,7 +194,8 @@ class ProcessTransport(Transport):
         self._starts += 1
         process = self._process
         threading.Thread(target=self._pump_stdout, args=(process, self._lines), daemon=True).start()
-        threading.Thread(target=self._pump_stderr, args=(process,), daemon=True).start()
+        self._stderr_pump = threading.Thread(target=self._pump_stderr, args=(process,), daemon=True)
+        self._stderr_pump.start()
         if self.framing.handshake is not None:
             self._await_handshake()
 
@@ -316,6 +318,9 @@ class ProcessTransport(Transport):
                 if self._process is not None:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         code = self._process.wait(timeout=1)
+                if code is not None and self._stderr_pump is not None:
+                    # the last words on stderr may still be in the pipe: read them first
+                    self._stderr_pump.join(timeout=1)
                 what = "ended its output" if code is None else f"exited with status {code}"
                 raise ServerCrashed(f"the {self.name} {what}" + self._stderr_tail())
             return line
