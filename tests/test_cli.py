@@ -349,6 +349,14 @@ def test_export_settings_and_reset(capsys, sample_dir, tmp_path):
     assert_one_line_error(code, err, "unknown split scheme")
 
 
+def test_run_refuses_an_empty_db_name(capsys, sample_dir, tmp_path):
+    (tmp_path / "out.txt").write_text("a file")
+    code, _, err = run_cli(
+        capsys, "run", "--data", str(sample_dir), "--db", "", "--out", str(tmp_path / "out.txt")
+    )
+    assert_one_line_error(code, err, "--db is empty")
+
+
 def test_run_refuses_an_output_file_before_importing(capsys, sample_dir, tmp_path):
     (tmp_path / "out.txt").write_text("a file")
     code, _, err = run_cli(

@@ -113,7 +113,10 @@ def run(config: RunConfig, *, say: Say = print) -> RunReport:
     started = time.perf_counter()
     out = Path(config.output).expanduser()
     if out.exists() and not out.is_dir():
-        raise LeanloopError(f"output {out}: a file is there; the job needs a directory")
+        raise LeanloopError(
+            f"output {out}: a file is there; the job needs a directory",
+            hint="give a new or existing directory",
+        )
     dataset = resolve_data(config, say)
     out.mkdir(parents=True, exist_ok=True)
     steps = plan(config)

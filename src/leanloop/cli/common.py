@@ -1,12 +1,13 @@
 """What the commands share: the command-group factory, consoles, the ``--db`` option and its
-checks, progress bars and path arguments."""
+checks, ``--repo`` selection, configuration files with options on top, progress bars and path
+arguments."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -23,7 +24,11 @@ from rich.progress import (
 from leanloop.errors import LeanloopError
 
 if TYPE_CHECKING:
+    from leanloop.configfile import ConfigBase
+    from leanloop.data.records import Repository
     from leanloop.database import DynamicDatabase
+
+Config = TypeVar("Config", bound="ConfigBase")
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -58,16 +63,7 @@ def open_database(db: str | None, *, must_exist: bool = False) -> DynamicDatabas
     from leanloop.database import DynamicDatabase
     from leanloop.errors import DatabaseError
 
-    if db is not None:
-        if not db.strip():
-            raise DatabaseError(
-                "--db is empty", hint="give a SQLite file path or a postgresql:// URL"
-            )
-        if db.strip().rstrip("/") in ("sqlite:", "sqlite:/", "sqlite://") or ":memory:" in db:
-            raise DatabaseError(
-                f"--db {db}: an in-memory database would be gone when the command ends",
-                hint="give a SQLite file path or a postgresql:// URL",
-            )
+    check_database_name(db)
     database = DynamicDatabase(db)
     path = database.sqlite_path
     if must_exist and path is not None and not path.exists():
@@ -76,6 +72,67 @@ def open_database(db: str | None, *, must_exist: bool = False) -> DynamicDatabas
             hint="import data first with 'leanloop db import', or pass --db",
         )
     return database
+
+
+def check_database_name(db: str | None) -> None:
+    """Refuse an empty ``--db`` and an in-memory SQLite database (gone when the command ends)."""
+    from leanloop.errors import DatabaseError
+
+    if db is None:
+        return
+    if not db.strip():
+        raise DatabaseError("--db is empty", hint="give a SQLite file path or a postgresql:// URL")
+    if db.strip().rstrip("/") in ("sqlite:", "sqlite:/", "sqlite://") or ":memory:" in db:
+        raise DatabaseError(
+            f"--db {db}: an in-memory database would be gone when the command ends",
+            hint="give a SQLite file path or a postgresql:// URL",
+        )
+
+
+def select_repositories(database: DynamicDatabase, specs: list[str]) -> list[Repository]:
+    """Repositories named by ``--repo URL|NAME[@COMMIT]``, in the order given; all if none."""
+    from leanloop.data.records import repository_identity
+
+    known = database.get_repositories()
+    if not specs:
+        return known
+    chosen = []
+    for spec in specs:
+        name, _, commit = spec.partition("@")
+        matches = [
+            r
+            for r in known
+            if (r.identity == repository_identity(name) or r.name == name)
+            and (not commit or r.commit.startswith(commit))
+        ]
+        if not matches:
+            raise LeanloopError(
+                f"no repository {spec!r} in the database",
+                hint="'leanloop db stats' lists the repositories",
+            )
+        chosen.extend(m for m in matches if m not in chosen)
+    return chosen
+
+
+def load_config(
+    config_class: type[Config], config: Path | None, overrides: dict[str, Any], *, extra: tuple = ()
+) -> tuple[Config, dict[str, Any]]:
+    """The configuration in the file ``config`` (else the defaults) with the ``overrides`` that
+    were given (not None) on top, and the values of the ``extra`` keys the file may hold
+    besides the configuration's fields. Errors name the file, or "the options"."""
+    from leanloop.configfile import read_config_file
+
+    given = {name: value for name, value in overrides.items() if value is not None}
+    if config is None:
+        return config_class.from_dict(given, "the options"), {}
+    path = user_path(config)
+    data = read_config_file(path)
+    extras: dict[str, Any] = {}
+    if data is None or isinstance(data, dict):
+        data = dict(data or {})
+        extras = {key: data.pop(key) for key in extra if key in data}
+        data.update(given)
+    return config_class.from_dict(data, str(path)), extras
 
 
 @contextlib.contextmanager
@@ -98,7 +155,7 @@ def progress_bar(
         task = bar.add_task(description, total=total)
 
         def update(done: int, new_total: int | None = None) -> None:
-            bar.update(task, completed=done, total=new_total if new_total is not None else None)
+            bar.update(task, completed=done, total=new_total)
             if finishing and new_total is not None and done >= new_total:
                 bar.update(task, description=finishing)
 

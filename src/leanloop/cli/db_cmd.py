@@ -21,12 +21,12 @@ from leanloop.cli.common import (
     new_app,
     open_database,
     progress_bar,
+    select_repositories,
     user_path,
 )
 
 if TYPE_CHECKING:
-    from leanloop.data.records import Repository
-    from leanloop.database import DynamicDatabase
+    pass
 
 app = new_app(help="The lifelong database of traced repositories.")
 
@@ -84,32 +84,6 @@ def import_(
             highlight=False,
             markup=False,
         )
-
-
-def _select_repositories(database: DynamicDatabase, specs: list[str]) -> list[Repository]:
-    """Repositories named by ``--repo URL|NAME[@COMMIT]``, in the order given; all if none."""
-    from leanloop.data.records import repository_identity
-    from leanloop.errors import LeanloopError
-
-    known = database.get_repositories()
-    if not specs:
-        return known
-    chosen = []
-    for spec in specs:
-        name, _, commit = spec.partition("@")
-        matches = [
-            r
-            for r in known
-            if (r.identity == repository_identity(name) or r.name == name)
-            and (not commit or r.commit.startswith(commit))
-        ]
-        if not matches:
-            raise LeanloopError(
-                f"no repository {spec!r} in the database",
-                hint="'leanloop db stats' lists the repositories",
-            )
-        chosen.extend(m for m in matches if m not in chosen)
-    return chosen
 
 
 def _split_config(val: float | None, test: float | None, seed: int | None):
@@ -240,7 +214,7 @@ def export(
         raise LeanloopError("no directory to export to", hint="give DIR, or 'output' in --config")
     split_config = _split_config(s.val, s.test, s.seed)
     database = open_database(s.db, must_exist=True)
-    repositories = _select_repositories(database, s.repo)
+    repositories = select_repositories(database, s.repo)
     with progress_bar(
         "exporting theorems", finishing="writing the corpus and committing"
     ) as update:

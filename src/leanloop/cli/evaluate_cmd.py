@@ -9,7 +9,16 @@ from typing import Any
 
 import typer
 
-from leanloop.cli.common import DB_OPTION, console, new_app, open_database, progress_bar, user_path
+from leanloop.cli.common import (
+    DB_OPTION,
+    console,
+    load_config,
+    new_app,
+    open_database,
+    progress_bar,
+    select_repositories,
+    user_path,
+)
 
 app = new_app(help="Evaluate a trained checkpoint on the test split of an export.")
 
@@ -69,16 +78,10 @@ JSON_OPTION = typer.Option(False, "--json", help="Print the result as one JSON o
 def _evaluate(kind: str, config, db, data, repo, json_out: bool, **options: Any) -> None:
     from leanloop.agent.evaluation import EvaluationConfig, evaluate_checkpoint
 
-    overrides = {name: value for name, value in options.items() if value is not None}
-    if config is not None:
-        settings = EvaluationConfig.load(user_path(config), **overrides)
-    else:
-        settings = EvaluationConfig.from_dict(overrides, "the options")
+    settings, _ = load_config(EvaluationConfig, config, options)
     if settings.dataset is None:
-        from leanloop.cli.db_cmd import _select_repositories
-
         database = open_database(db, must_exist=True)
-        repositories = _select_repositories(database, repo)
+        repositories = select_repositories(database, repo)
         target = user_path(data)
         with progress_bar("exporting theorems") as update:
             database.export_merged_data(repositories, target, progress=update)

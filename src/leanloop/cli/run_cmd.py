@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from leanloop.cli.common import DB_OPTION, console, user_path
+from leanloop.cli.common import DB_OPTION, check_database_name, console, load_config, user_path
 
 
 def run(
@@ -42,25 +42,15 @@ def run(
     from leanloop.agent.pipeline import run as run_job
     from leanloop.agent.pipeline_config import RunConfig
 
-    settings = RunConfig.from_yaml(user_path(config)) if config else RunConfig()
+    check_database_name(db)
     overrides = {
         "data": user_path(data) if data else None,
         "output": user_path(out) if out else None,
         "database": db,
+        "quick": quick or None,
     }
-    settings = RunConfig.from_dict(
-        {**settings.to_dict(), **{k: v for k, v in overrides.items() if v is not None}}
-    )
-    if quick:
-        settings = settings.quick_run()
+    settings, _ = load_config(RunConfig, config, overrides)
     output = user_path(settings.output)
-    if output.exists() and not output.is_dir():
-        from leanloop.errors import LeanloopError
-
-        raise LeanloopError(
-            f"--out {output}: a file is there; the job needs a directory",
-            hint="give a new or existing directory",
-        )
     report = run_job(settings, say=lambda text: console.print(escape(text), highlight=False))
     table = Table(title="leanloop run", title_justify="left")
     for column in ("step", "result", "compared with"):

@@ -5,16 +5,17 @@ main fields as options on top."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
 from leanloop.cli.common import (
     DB_OPTION,
     console,
+    load_config,
     new_app,
     open_database,
     progress_bar,
+    select_repositories,
     user_path,
 )
 from leanloop.errors import LeanloopError
@@ -59,46 +60,34 @@ MAX_STEPS_OPTION = typer.Option(
     None, "--max-steps", min=1, metavar="N", help="max_steps: optimizer steps per repository."
 )
 
-#: GRPO rewards by name (``lean`` checks each tactic with Lean and needs a project).
-REWARDS = ("format", "exact_match", "length", "lean")
+EPOCHS_OPTION = typer.Option(None, "--epochs", min=0, metavar="N", help="epochs_per_repo.")
 
-
-def _given(**values: Any) -> dict[str, Any]:
-    return {name: value for name, value in values.items() if value is not None}
-
-
-def _load(config_class, config: Path | None, overrides: dict[str, Any], *, extra: tuple = ()):
-    """The configuration in ``config`` (or none) with ``overrides`` on top, and the values of
-    the ``extra`` keys the file may hold besides the configuration's fields."""
-    from leanloop.configfile import read_config_file
-
-    data: dict[str, Any] = {}
-    source = config_class.__name__
-    if config is not None:
-        path = user_path(config)
-        loaded = read_config_file(path) or {}
-        if not isinstance(loaded, dict):
-            raise LeanloopError(f"{path}: expected a mapping of field names to values")
-        data, source = dict(loaded), str(path)
-    extras = {key: data.pop(key) for key in extra if key in data}
-    return config_class.from_dict({**data, **overrides}, source), extras
+#: GRPO rewards by name besides ``lean`` (which checks each tactic with Lean in a project).
+REWARDS = {
+    "format": "format_reward",
+    "exact_match": "exact_match_reward",
+    "length": "length_penalty",
+}
 
 
 def _setup(db: str | None, repo: list[str]):
-    from leanloop.cli.db_cmd import _select_repositories
-
     database = open_database(db, must_exist=True)
-    chosen = _select_repositories(database, repo) if repo else None
+    chosen = select_repositories(database, repo) if repo else None
     return database, chosen
+
+
+def _train(agent, repositories) -> list[Path]:
+    """Train ``agent`` on ``repositories`` (all when None) in curriculum order."""
+    order = agent.curriculum(repositories)
+    console.print(f"training on {len(order)} repositories: {', '.join(map(str, order))}")
+    return agent.train(order)
 
 
 def _train_hf(trainer, database, repositories, data: Path | None) -> None:
     from leanloop.agent.hf_agent import HFAgent
 
     agent = HFAgent(trainer, database, data_path=user_path(data) if data else None)
-    order = agent.curriculum(repositories)
-    console.print(f"training on {len(order)} repositories: {', '.join(map(str, order))}")
-    checkpoints = agent.train(order)
+    checkpoints = _train(agent, repositories)
     for report in trainer.reports:
         figures = ", ".join(f"{k} {v:.4g}" for k, v in sorted(report.metrics.items()))
         console.print(
@@ -118,9 +107,7 @@ def sft(
     repo: list[str] = REPO_OPTION,
     model: str | None = MODEL_OPTION,
     output_dir: Path | None = OUTPUT_OPTION,
-    epochs: float | None = typer.Option(
-        None, "--epochs", min=0, metavar="N", help="epochs_per_repo."
-    ),
+    epochs: float | None = EPOCHS_OPTION,
     batch_size: int | None = BATCH_OPTION,
     lr: float | None = LR_OPTION,
     max_steps: int | None = MAX_STEPS_OPTION,
@@ -129,7 +116,7 @@ def sft(
     from leanloop.trainer.sft import SFTTrainer
     from leanloop.trainer.sft_config import SFTTrainerConfig
 
-    overrides = _given(
+    overrides = dict(
         model_name=model,
         output_dir=output_dir,
         epochs_per_repo=epochs,
@@ -137,7 +124,7 @@ def sft(
         lr=lr,
         max_steps=max_steps,
     )
-    settings, _ = _load(SFTTrainerConfig, config, overrides)
+    settings, _ = load_config(SFTTrainerConfig, config, overrides)
     database, repositories = _setup(db, repo)
     with progress_bar(f"loading {settings.model_name}"):
         trainer = SFTTrainer.from_config(settings)
@@ -173,9 +160,7 @@ def grpo(
         metavar="TEXT",
         help="Imports the 'lean' reward puts before each state, e.g. 'import Mathlib'.",
     ),
-    epochs: float | None = typer.Option(
-        None, "--epochs", min=0, metavar="N", help="epochs_per_repo."
-    ),
+    epochs: float | None = EPOCHS_OPTION,
     batch_size: int | None = BATCH_OPTION,
     num_generations: int | None = typer.Option(
         None, "--num-generations", min=2, metavar="N", help="Completions sampled per prompt."
@@ -188,7 +173,7 @@ def grpo(
     from leanloop.trainer.grpo import GRPOTrainer
     from leanloop.trainer.grpo_config import GRPOTrainerConfig
 
-    overrides = _given(
+    overrides = dict(
         model_name=model,
         output_dir=output_dir,
         epochs_per_repo=epochs,
@@ -197,7 +182,7 @@ def grpo(
         lr=lr,
         max_steps=max_steps,
     )
-    settings, extras = _load(GRPOTrainerConfig, config, overrides, extra=("reward_func",))
+    settings, extras = load_config(GRPOTrainerConfig, config, overrides, extra=("reward_func",))
     names = reward or extras.get("reward_func") or ["format", "exact_match"]
     names = [names] if isinstance(names, str) else list(names)
     rewards = reward_functions(names, lean_project, lean_header)
@@ -208,22 +193,19 @@ def grpo(
 
 
 def reward_functions(names: list[str], lean_project: Path | None, header: str) -> list:
-    """The reward functions named (see ``REWARDS``)."""
+    """The reward functions named (see ``REWARDS``, and ``lean``)."""
     from leanloop.trainer import rewards
 
     chosen = []
     for name in names:
-        if name == "format":
-            chosen.append(rewards.format_reward)
-        elif name == "exact_match":
-            chosen.append(rewards.exact_match_reward)
-        elif name == "length":
-            chosen.append(rewards.length_penalty)
-        elif name == "lean":
+        if name == "lean":
             chosen.append(_lean_reward(lean_project, header))
+        elif name in REWARDS:
+            chosen.append(getattr(rewards, REWARDS[name]))
         else:
             raise LeanloopError(
-                f"unknown reward {name!r}", hint=f"one of: {', '.join(REWARDS)} (repeat --reward)"
+                f"unknown reward {name!r}",
+                hint=f"one of: {', '.join([*REWARDS, 'lean'])} (repeat --reward)",
             )
     return chosen
 
@@ -265,7 +247,7 @@ def retrieval(
     from leanloop.agent.lean_agent import LeanAgent
     from leanloop.trainer.retrieval_config import TrainingConfig
 
-    overrides = _given(
+    overrides = dict(
         model_name=model,
         output_dir=output_dir,
         max_epochs=max_epochs,
@@ -274,12 +256,10 @@ def retrieval(
         max_steps=max_steps,
         lambda_value=lambda_value,
     )
-    settings, _ = _load(TrainingConfig, config, overrides)
+    settings, _ = load_config(TrainingConfig, config, overrides)
     database, repositories = _setup(db, repo)
     agent = LeanAgent(database, settings, data_path=user_path(data) if data else None)
-    order = agent.curriculum(repositories)
-    console.print(f"training on {len(order)} repositories: {', '.join(map(str, order))}")
-    checkpoints = agent.train(order)
+    checkpoints = _train(agent, repositories)
     for number, report in enumerate(agent.trainer.reports, start=1):
         console.print(
             f"{number}. {report.repository}: {report.train_steps} steps, {report.val_steps} "
@@ -322,15 +302,16 @@ def progress(
     from leanloop.trainer.progress_config import ProgressTrainerConfig
     from leanloop.trainer.progress_data import build_progress_dataset
 
-    overrides = _given(
+    overrides = dict(
         model_name=model,
         output_dir=output_dir,
         epochs=epochs,
         batch_size=batch_size,
         learning_rate=lr,
+        data_path="progress.jsonl",
     )
     database, repositories = _setup(db, repo)
-    settings, _ = _load(ProgressTrainerConfig, config, {"data_path": "progress.jsonl", **overrides})
+    settings, _ = load_config(ProgressTrainerConfig, config, overrides)
     settings.data_path = (user_path(data) if data else settings.output_dir / "data") / (
         "progress.jsonl"
     )
