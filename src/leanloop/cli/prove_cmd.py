@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import typer
@@ -24,8 +25,10 @@ from leanloop.cli.common import (
     progress_bar,
     user_path,
 )
-from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
 from leanloop.errors import LeanloopError
+
+if TYPE_CHECKING:
+    from leanloop.data.records import ProofAttempt, Theorem
 
 
 def prove(
@@ -173,7 +176,7 @@ def prove(
     if replay:
         server_factory = _replay_servers(dataset_dir)
     else:
-        server_factory = _lean_servers(project, settings.tactic_timeout)
+        server_factory = _lean_servers(project, settings)
     prover = _prover(generator, dataset_dir, settings, base_url, api_key_env, project)
     theorems, term_mode = _theorems(dataset_dir, split, replay=replay, limit=limit)
     if term_mode:
@@ -305,29 +308,27 @@ def _replay_servers(dataset_dir: Path):
     return functools.partial(ReplayServer.from_dataset, dataset_dir)
 
 
-def _lean_servers(project: str | None, timeout: float):
-    """A factory of REPL servers in the project, after checking that Lean is there."""
-    from leanloop.lean.errors import LeanError
-    from leanloop.lean.project import open_project
-    from leanloop.lean.repl import ReplServer
+def _lean_servers(project: str | None, settings):
+    """A factory of REPL servers in the project, after checking that Lean is there (first, so
+    that a machine without Lean hears that before anything else)."""
+    from leanloop.agent.proving import lean_server_factory
+    from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
     from leanloop.lean.toolchain import require
 
-    lean_project = open_project(project) if project else None
     try:
-        report = require(lean_project)
-    except LeanError as exc:
+        if project is None:
+            require(None)
+        else:
+            return lean_server_factory(project, settings)
+    except (ToolchainNotFound, ServerNotFound) as exc:
         raise LeanloopError(
             f"proving needs Lean, which is not installed here ({exc.message})",
             hint="install it (see 'leanloop doctor'), or use --replay to replay the recorded "
             "proofs without Lean",
         ) from None
-    if lean_project is None:
-        raise LeanloopError(
-            "proving with Lean needs --project DIR",
-            hint="the Lean project the dataset was traced from, at its commit, built",
-        )
-    return functools.partial(
-        ReplServer.launch, lean_project.root, report.repl, lake=report.lake, timeout=timeout
+    raise LeanloopError(
+        "proving with Lean needs --project DIR",
+        hint="the Lean project the dataset was traced from, at its commit, built",
     )
 
 
@@ -382,6 +383,8 @@ def _summary(report, replay: bool, skipped: int, out) -> None:
     table = Table(title=f"run {report.run}", title_justify="left")
     table.add_column("outcome")
     table.add_column("attempts", justify="right")
+    from leanloop.data.records import AttemptStatus
+
     for status in AttemptStatus:
         count = report.status_counts.get(status.value, 0)
         if count:
