@@ -219,10 +219,17 @@ class Toy(LeanServer):
         super().__init__()
         self.edges = edges
         self.calls: list[tuple[str, str]] = []
+        self.live: set[int] = set()  # proof states made and not released
         self._ids = itertools.count()
 
     def _state(self, name: str) -> ProofState:
-        return ProofState(next(self._ids), (name,), 1, id(self))
+        state = ProofState(next(self._ids), (name,), 1, id(self))
+        self.live.add(state.id)
+        return state
+
+    def release(self, *states):
+        for state in states:
+            self.live.discard(state.id)
 
     def start_proof(self, goal):
         return self._state(goal)
@@ -407,6 +414,45 @@ def test_depth_limit_and_late_proofs_on_the_toy():
     table = {name: [("t", -1.0)] for name in ("root", "a", "b")}
     assert toy_search(chain, table, max_depth=2)[0].status is AttemptStatus.FAILED
     assert toy_search(chain, table, max_depth=3)[0].proof == ("t", "t", "t")
+
+
+def test_a_state_cut_at_the_depth_limit_is_still_reached_by_a_shorter_path():
+    # root -a-> a -b-> b -c-> c (cut at depth 3), and the worse-scored root -x-> x -c-> c -done
+    edges = {
+        ("root", "a"): "a",
+        ("a", "b"): "b",
+        ("b", "c"): "c",
+        ("root", "x"): "x",
+        ("x", "c"): "c",
+        ("c", "done"): "done",
+    }
+    table = {
+        "root": [("a", -0.1), ("x", -3.0)],
+        "a": [("b", -0.1)],
+        "b": [("c", -0.1)],
+        "x": [("c", -0.1)],
+        "c": [("done", -0.1)],
+    }
+    result, _, server = toy_search(edges, table, max_depth=3)
+    assert result.status is AttemptStatus.REPLAYED and result.proof == ("x", "c", "done")
+    assert not server.live
+
+
+def test_every_proof_state_is_released_however_the_search_ends():
+    # root has two children; the second tactic of the second one finishes
+    edges = {("root", "a"): "a", ("root", "b"): "b", ("a", "done"): "done", ("a", "s"): "s"}
+    table = {"root": [("a", -0.1), ("b", -0.2)], "a": [("s", -0.1), ("done", -0.2)]}
+    for recheck in (True, False):
+        result, _, server = toy_search(edges, table, recheck=recheck)
+        assert result.status is AttemptStatus.REPLAYED and not server.live, recheck
+
+    class Failing:
+        def predict_batch(self, items):
+            raise RuntimeError("out of memory")
+
+    result, _, server = toy_search(edges, table, progress=Failing(), progress_weight=0.5)
+    assert result.status is AttemptStatus.ERROR and "progress model" in result.error
+    assert not server.live
 
 
 def test_frontiers():

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
-from leanloop.lean.errors import LeanError
+from leanloop.lean.errors import LeanError, ServerError
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.ml.protocols import Generator
 from leanloop.prover.config import ProverConfig
@@ -183,32 +183,41 @@ class _Search:
     def _expand(self, node: Node, candidates: Sequence, deadline: float) -> None:
         config = self.config
         children: list[Node] = []
+        # children at the depth limit are not kept: a proof may still end there, but none goes
+        # deeper, and a shorter path found later to the same state must not count as a repeat
+        at_limit = config.max_depth is not None and node.depth + 1 >= config.max_depth
         if node.tried is None:
             node.tried, node.failures = set(), []
-        for candidate in _checked(candidates):
-            tactic, score = candidate
-            key = collapse_whitespace(tactic)
-            if key in node.tried:
-                continue
-            node.tried.add(key)
-            if time.perf_counter() >= deadline:
-                raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
-            result = self._lean(self.server.run_tactic, node.state, tactic)
-            if isinstance(result, TacticFailed):
-                node.failures.append(Failure(tactic, result.error))
-            elif isinstance(result, ProofFinished):
-                if time.perf_counter() > deadline:  # found too late: not within the budget
-                    raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
-                raise _Stop(AttemptStatus.PROVED, proof=[*node.path(), tactic])
-            else:
-                key = result.pretty
-                if key in self.nodes:  # a state already in the tree is not added again
-                    self.unused.append(result)
+        try:
+            for candidate in _checked(candidates):
+                tactic, score = candidate
+                key = collapse_whitespace(tactic)
+                if key in node.tried:
                     continue
-                logprob = node.logprob + score
-                child = Node(result, key, node, tactic, score, node.depth + 1, logprob, logprob)
-                self.nodes[key] = child
-                children.append(child)
+                node.tried.add(key)
+                if time.perf_counter() >= deadline:
+                    raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+                result = self._lean(self.server.run_tactic, node.state, tactic)
+                if isinstance(result, TacticFailed):
+                    node.failures.append(Failure(tactic, result.error))
+                elif isinstance(result, ProofFinished):
+                    if time.perf_counter() > deadline:  # found too late: not within the budget
+                        raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+                    raise _Stop(AttemptStatus.PROVED, proof=[*node.path(), tactic])
+                elif at_limit or result.pretty in self.nodes:
+                    self.unused.append(result)  # too deep, or a state already in the tree
+                else:
+                    logprob = node.logprob + score
+                    child = Node(
+                        result, result.pretty, node, tactic, score, node.depth + 1, logprob, logprob
+                    )
+                    self.nodes[child.key] = child
+                    children.append(child)
+            if self.progress is not None and children:
+                self._guide(node, children)
+        except _Stop:
+            self.unused.extend(c.state for c in children)  # states no one will expand
+            raise
         if config.debug:
             log.info(
                 "expansion %d (depth %d, priority %.3f): %d new states, %d tactics failed",
@@ -218,15 +227,9 @@ class _Search:
                 len(children),
                 len(node.failures),
             )
-        if self.progress is not None and children:
-            self._guide(node, children)
-        open_children = children
-        if config.max_depth is not None and node.depth + 1 >= config.max_depth:
-            open_children = []  # a proof may still end here, but none goes deeper
-            self.unused.extend(c.state for c in children)
-        if open_children:
-            open_children.sort(key=lambda c: -c.priority)
-            self.frontier.push_children(open_children)
+        if children:
+            children.sort(key=lambda c: -c.priority)
+            self.frontier.push_children(children)
         if (
             not children
             and node.failures
@@ -315,7 +318,7 @@ class _Search:
         started = time.perf_counter()
         try:
             return call(*args)
-        except LeanError:
+        except ServerError:  # the process is gone: nothing more to tell it
             self.server_failed = True
             raise
         finally:
