@@ -179,6 +179,33 @@ def test_the_database_marks_the_theorem_proved(tmp_path):
     assert database.get_sorry_theorems() == []
 
 
+def test_a_file_edited_while_lean_checks_is_left_as_the_user_made_it(tmp_path):
+    root = project(tmp_path, "theorem a : True := sorry\n")
+    file = root / "Demo" / "Basic.lean"
+    edited = "theorem a : True := sorry\n\ntheorem b : 2 = 2 := rfl\n"
+
+    class EditedMeanwhile(_Fixed):
+        def check(self, code):
+            file.write_text(edited)  # the user saves the file while Lean works
+            return super().check(code)
+
+    result = SorryFiller(root, EditedMeanwhile(Verdict.ACCEPTED)).fill(
+        sorry_theorem("a"), ["trivial"]
+    )
+    assert result.status is FillStatus.NOT_FOUND and "changed while Lean checked" in result.reason
+    assert file.read_text() == edited
+
+
+def test_a_written_proof_the_database_cannot_record_is_still_reported_written(tmp_path):
+    root = project(tmp_path, "theorem a : True := sorry\n")
+    database = DynamicDatabase(tmp_path / "lean.db")  # the theorem is not in it
+    filler = SorryFiller(root, _Fixed(Verdict.ACCEPTED), database=database)
+    result = filler.fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.WRITTEN and result.backup is not None
+    assert "not recorded in the database" in result.reason
+    assert (root / "Demo" / "Basic.lean").read_text() == "theorem a : True := by\n  trivial\n"
+
+
 def test_proofs_are_committed_on_their_own_branch(tmp_path):
     root = project(tmp_path, "theorem a : True := sorry\n")
 

@@ -167,24 +167,39 @@ class SorryFiller:
         problem = _problem(verdict, filled, declaration.start.offset, end)
         if problem:
             return self._result(theorem, FillStatus.REJECTED, body, problem, seconds)
+        try:
+            unchanged = path.read_text(encoding="utf-8") == source
+        except OSError:
+            unchanged = False
+        if not unchanged:  # edited while Lean checked: the user's version wins
+            return self._result(
+                theorem,
+                FillStatus.NOT_FOUND,
+                body,
+                "the file changed while Lean checked the proof; it was left as it is",
+                seconds,
+            )
         backup = self._backup(path)
         write_text_atomic(path, filled)
+        commit, reasons = None, []
         if self.database is not None:
-            self.database.record_proof(theorem, body)
-        commit, reason = None, ""
+            try:
+                self.database.record_proof(theorem, body)
+            except LeanloopError as exc:  # the file is written all the same
+                reasons.append(f"written, but not recorded in the database: {exc.message}")
         if self.branch is not None:
             try:
                 commit = self.branch.commit(
                     {path: filled}, f"Prove {theorem.full_name} (checked by Lean)"
                 )
             except LeanloopError as exc:  # the file is written all the same
-                reason = f"written, but not committed on {self.branch.branch}: {exc.message}"
+                reasons.append(f"written, but not committed on {self.branch.branch}: {exc.message}")
         return FillResult(
             theorem.full_name,
             theorem.file_path,
             FillStatus.WRITTEN,
             body,
-            reason=reason,
+            reason="; ".join(reasons),
             check_seconds=seconds,
             backup=backup,
             commit=commit,
