@@ -23,6 +23,7 @@ from leanloop.data.records import AttemptStatus, Repository
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.lean.errors import ToolchainNotFound
+from leanloop.ml.models import checkpoint_version
 from leanloop.prover.recorded import RecordedProver
 from tests.conftest import REPO_ROOT
 from tests.tiny_causal import shared_tiny_model
@@ -82,7 +83,9 @@ def test_the_seed_quick_start(sample_dir, tmp_path, monkeypatch, caplog):
     assert "replay of recorded steps without Lean" in (out / "report.md").read_text()
     assert (out / "report.png").read_bytes()[:4] == b"\x89PNG"
     runs = {a.run for a in agent.database.get_attempts()}
-    assert runs == {"prove:hf:outputs-x:replay"}
+    version = checkpoint_version("outputs-x")
+    assert version.startswith(f"{checkpoint.name}@")
+    assert runs == {f"prove:hf:outputs-x@{version}:replay"}
     assert agent.prover.name == "hf:outputs-x" and not agent.prover.use_lora
 
     result = agent.evaluate(k=2, max_steps=12)

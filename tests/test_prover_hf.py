@@ -5,6 +5,7 @@ prover is pickled; whole-proof mode reports only checked proofs."""
 
 from __future__ import annotations
 
+import os
 import pickle
 
 import pytest
@@ -90,6 +91,24 @@ def test_a_trained_checkpoint_finds_the_recorded_proofs(trained, few):
     by_goal = hf.search(server, goal=first.state_before)
     assert by_goal.status is AttemptStatus.REPLAYED
     assert hf.name == f"hf:{trained}"
+
+
+def test_a_checkpoint_written_again_gives_the_prover_a_new_identity(tmp_path):
+    output = tmp_path / "outputs"
+    first = output / "0-repo"
+    first.mkdir(parents=True)
+    (first / "model.safetensors").write_bytes(b"weights")
+    (output / "LATEST").write_text("0-repo\n")
+    hf = HFProver(output)
+    before = hf.identity
+    assert before.startswith(f"hf:{output}@0-repo@") and hf.identity == before
+    os.utime(first / "model.safetensors", ns=(1, 10**18))  # trained again: written anew
+    assert hf.identity != before
+    second = output / "1-other"
+    second.mkdir()
+    (second / "model.safetensors").write_bytes(b"more")
+    (output / "LATEST").write_text("1-other\n")
+    assert hf.identity.startswith(f"hf:{output}@1-other@")
 
 
 def test_sampling_is_seeded_by_attempt(trained, few):

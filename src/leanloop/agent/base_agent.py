@@ -247,7 +247,7 @@ class BaseAgent(ABC):
             for repository, project in projects.items():  # Lean is needed: say so first
                 pools[repository] = lean_servers(project.root, self.prover_config)
             prover = self._setup_prover()
-            name = run or f"prove:{prover.name}" + (":whole" if whole_proof else "")
+            name = run or f"prove:{prover.identity}" + (":whole" if whole_proof else "")
             reports = []
             for entry in self.repos:
                 if entry.has_project:

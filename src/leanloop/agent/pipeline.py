@@ -337,7 +337,7 @@ def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -
     )
     prover = HFProver(out / "generator", config=settings)
     tried = test[: config.search_theorems]
-    model = evaluate(tried, prover, servers, database=database, run=f"run:{prover.name}:replay")
+    model = evaluate(tried, prover, servers, database=database, run=f"run:{prover.identity}:replay")
     recorded = evaluate(
         test,
         RecordedProver(export, config=ProverConfig(timeout=30, seed=config.seed)),
@@ -394,7 +394,9 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
         ),
         project_root=project,
     )
-    report = prove_sorries(theorems, prover, project, database=database, run="run:lean")
+    report = prove_sorries(
+        theorems, prover, project, database=database, run=f"run:lean:{prover.identity}"
+    )
     report.write(out / "lean-report")
     say(f"  {report.summary()}")
     return LeanResults(

