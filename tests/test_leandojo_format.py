@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
 
+from leanloop.atomic import remove_stale_staging
 from leanloop.data.leandojo import LeanDojoDataset, LeanDojoWriter, theorem_to_leandojo
 from leanloop.data.leandojo.format import source_file_from_corpus, source_file_to_corpus
 from leanloop.errors import DataFormatError, LeanloopError
@@ -61,6 +64,47 @@ def test_writer_is_atomic(sample_dir, tmp_path):
     assert (out / "random" / "train.json").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no staging left
+
+
+@pytest.mark.parametrize("failing_call", [1, 2, 3, 4, 5, 6])
+def test_a_rename_failing_midway_puts_every_entry_back(
+    sample_dir, tmp_path, monkeypatch, failing_call
+):
+    theorems = sample_theorems(sample_dir)
+    out = tmp_path / "out"
+    _write_one(out, theorems[0])
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    real_replace, calls = os.replace, []
+
+    def flaky(src, dst):
+        calls.append((src, dst))
+        if len(calls) == failing_call:
+            raise OSError(5, "Input/output error")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", flaky)
+    with pytest.raises(OSError, match="Input/output"):
+        _write_one(out, theorems[1])
+    monkeypatch.undo()
+    after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before  # the old dataset, whole: nothing lost, nothing half-new
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_staging_of_a_writer_on_another_machine_is_left_alone(sample_dir, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    # process 999999 does not run here, but the name says another host wrote it: not ours to judge
+    elsewhere = out / ".leanloop.999999-00000000-0123456789ab.new"
+    elsewhere.mkdir()
+    beside = tmp_path / ".checkpoints.999999-00000000-0123456789ab.new"
+    beside.mkdir()
+    _write_one(out, sample_theorems(sample_dir)[0])
+    assert elsewhere.exists()
+    assert remove_stale_staging(out) == [] and beside.exists()
+    old = time.time() - 2 * 3600
+    os.utime(elsewhere, (old, old))
+    assert remove_stale_staging(out) == [elsewhere]
 
 
 def _write_one(out: Path, theorem) -> None:

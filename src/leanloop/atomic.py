@@ -4,11 +4,13 @@ one, never a half-written result, and clean up what a killed writer left behind.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import io
 import os
 import re
 import secrets
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -16,10 +18,14 @@ from pathlib import Path
 
 from leanloop.errors import LeanloopError
 
-#: Staging names: ``.<name>.<pid>-<hex>.new``; ``.<name>.<hex>.new`` from older versions.
-_STAGING = re.compile(r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)-)?[0-9a-f]{12}\.new$")
-#: A staging directory of an older version (no process id in its name) counts as abandoned
-#: once it has not changed for this long.
+#: Staging names: ``.<name>.<pid>-<host>-<hex>.new`` (host: a hash of the machine's name);
+#: ``.<name>.<pid>-<hex>.new`` and ``.<name>.<hex>.new`` from older versions.
+_STAGING = re.compile(
+    r"^\.(?P<name>.+)\.(?:(?P<pid>\d+)-(?:(?P<host>[0-9a-f]{8})-)?)?[0-9a-f]{12}\.new$"
+)
+#: A staging directory whose writer cannot be asked (another machine sharing the file system,
+#: or an older version that did not name its process) counts as abandoned once it has not
+#: changed for this long.
 _UNOWNED_STALE_SECONDS = 3600.0
 
 
@@ -66,26 +72,32 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
+def _host() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
 def staging_path(directory: Path, name: str) -> Path:
     """A fresh staging name for ``name`` in ``directory``, owned by this process."""
-    return directory / f".{name}.{os.getpid()}-{secrets.token_hex(6)}.new"
+    return directory / f".{name}.{os.getpid()}-{_host()}-{secrets.token_hex(6)}.new"
 
 
 def remove_stale_staging(directory: Path, name: str | None = None) -> list[Path]:
     """Remove staging directories in ``directory`` (for ``name``, or any) that a writer which is
-    gone left behind: its process no longer runs (or, for older unnamed ones, it has not changed
-    for an hour). Returns what was removed."""
+    gone left behind: a process of this machine that no longer runs, or (for another machine's
+    or an older version's, whose writer cannot be asked) one that has not changed for an hour.
+    Returns what was removed."""
     removed: list[Path] = []
     if not directory.is_dir():
         return removed
     now = time.time()
+    here = _host()
     for entry in directory.iterdir():
         match = _STAGING.match(entry.name)
         if match is None or (name is not None and match["name"] != name):
             continue
-        pid = match["pid"]
+        pid, host = match["pid"], match["host"]
         try:
-            if pid is not None:
+            if pid is not None and host in (None, here):
                 stale = not _process_alive(int(pid))
             else:
                 stale = now - entry.stat().st_mtime > _UNOWNED_STALE_SECONDS
@@ -149,33 +161,72 @@ def replace_entries(
     there replaces the entry of that name in ``directory``, one rename each, and nothing else in
     ``directory`` is touched (the directory itself is never moved).
 
-    ``check(existing_entry)`` runs before anything is written for every entry that will be
-    replaced; it raises to refuse. If the block raises, the staging directory is removed and
-    ``directory`` is left as it was. Staging directories of writers that were killed are
-    removed first.
+    ``check(existing_entry)`` runs for every entry that will be replaced, before anything is
+    written and again just before the renames (the block may take long); it raises to refuse.
+    If the block or a rename fails, every entry already moved is put back, the staging
+    directory is removed and ``directory`` is left as it was. Staging directories of writers
+    that were killed are removed first.
     """
     directory = Path(directory).expanduser().absolute()
     names = list(names)
     if directory.exists() and not directory.is_dir():
         raise LeanloopError(f"{directory} exists and is not a directory")
-    if check is not None:
-        for name in names:
-            if (directory / name).exists() or (directory / name).is_symlink():
-                check(directory / name)
+
+    def check_all() -> None:
+        if check is not None:
+            for name in names:
+                if _present(directory / name):
+                    check(directory / name)
+
+    check_all()
     directory.mkdir(parents=True, exist_ok=True)
-    remove_stale_staging(directory)
+    remove_stale_staging(directory, "leanloop")
     staging = staging_path(directory, "leanloop")
     staging.mkdir()
+    keep = False
     try:
         yield staging
-        old = staging / ".replaced"
-        old.mkdir()
+        check_all()
+        keep = _move_in(directory, staging, names)
+    finally:
+        if not keep:
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _present(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _move_in(directory: Path, staging: Path, names: list[str]) -> bool:
+    """Move each of ``names`` written in ``staging`` into ``directory``, the entries they
+    replace set aside until all are in; on a failure put everything back as it was and raise.
+    Returns True only when putting back failed too (the staging directory, which then holds the
+    entries set aside, must be kept)."""
+    aside = staging / ".replaced"
+    aside.mkdir()
+    moved: list[tuple[str, bool]] = []  # (name, whether an entry it replaces was set aside)
+    try:
         for name in names:
-            if not (staging / name).exists():
+            if not _present(staging / name):
                 continue
             existing = directory / name
-            if existing.exists() or existing.is_symlink():
-                os.replace(existing, old / name)
+            had = _present(existing)
+            if had:
+                os.replace(existing, aside / name)
+            moved.append((name, had))
             os.replace(staging / name, existing)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        return False
+    except BaseException as failure:
+        try:
+            for name, had in reversed(moved):
+                if not _present(staging / name):  # the new entry went in: take it out
+                    os.replace(directory / name, staging / name)
+                if had:
+                    os.replace(aside / name, directory / name)
+        except OSError as exc:
+            raise LeanloopError(
+                f"replacing entries of {directory} failed ({failure}) and so did putting "
+                f"them back ({exc})",
+                hint=f"the entries that were replaced are kept in {aside}",
+            ) from failure
+        raise
