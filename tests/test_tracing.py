@@ -16,7 +16,7 @@ from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.transport import Transport
 from leanloop.tracing.premises import PremiseLocation, annotate
 from leanloop.tracing.project import trace_project
-from leanloop.tracing.records import steps_of
+from leanloop.tracing.records import records_from_trace, steps_of
 from leanloop.tracing.states import states_after
 from leanloop.tracing.tracer import Tracer
 
@@ -103,6 +103,8 @@ def test_a_failing_file_does_not_stop_the_trace(project, tmp_path):
     trace = Tracer(lean_project, server_factory=lambda _k: ReplServer(Crashing())).trace()
     assert list(trace.failures) == ["Calc.lean"] and "137" in trace.failures["Calc.lean"]
     assert [f.path for f in trace.files] == ["Def.lean", "Ex.lean"]
+    records = records_from_trace(trace)  # the file is a failure, not a skipped theorem
+    assert list(records.failures) == ["Calc.lean"] and "Calc.lean" not in records.skipped
 
 
 def test_steps_and_states_of_a_declaration(project):

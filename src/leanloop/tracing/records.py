@@ -40,7 +40,7 @@ class TracedProject:
     theorems: list[Theorem]
     source_files: list[SourceFile]
     traced_files: list[str]
-    skipped: dict[str, str] = field(default_factory=dict)  # theorem or file -> why
+    skipped: dict[str, str] = field(default_factory=dict)  # theorem -> why (Lean's error)
     failures: dict[str, str] = field(default_factory=dict)  # file -> why it was not traced
     cached: int = 0  # traced files that came from the cache
 
@@ -150,7 +150,7 @@ def records_from_trace(trace: ProjectTrace) -> TracedProject:
     index = premise_locations({**trace.dependencies, **scans})
     repository = repository_of(trace.project, trace.files)
     theorems: list[Theorem] = []
-    skipped = {path: f"not traced: {why}" for path, why in trace.failures.items()}
+    skipped: dict[str, str] = {}  # theorems only: the files not traced are trace.failures
     for file in trace.files:
         found, problems = theorem_records(file, repository, index)
         theorems.extend(found)
