@@ -61,6 +61,7 @@ class FakeUpstream:
 
     def __post_init__(self) -> None:
         upstream = self
+        self.turn = threading.Lock()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -75,12 +76,11 @@ class FakeUpstream:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = raw.decode(errors="replace")
-                upstream.requests.append(
-                    Recorded(
-                        "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body
-                    )
-                )
-                status, payload = upstream.answer(self.path, body)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                # concurrent calls (one per Anthropic sample) each get the reply of their turn
+                with upstream.turn:
+                    upstream.requests.append(Recorded("POST", self.path, headers, body))
+                    status, payload = upstream.answer(self.path, body)
                 if upstream.mode == "slow":
                     time.sleep(upstream.delay)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()

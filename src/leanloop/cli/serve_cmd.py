@@ -3,6 +3,7 @@ API for local models, the playground page) for the models a configuration file n
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
@@ -55,7 +56,7 @@ def serve(
             create_app(settings),
             host=settings.host,
             port=settings.port,
-            timeout_graceful_shutdown=int(settings.shutdown_timeout),
+            timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout),  # whole seconds
             access_log=access_log,
             log_level="info",
         )
