@@ -9,7 +9,7 @@ import gc
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI
@@ -133,7 +133,7 @@ class LeanloopServer:
     """The ASGI application (``uvicorn leanloop.serve:app``, or ``create_app(config)``).
 
     ``backends`` replaces the backends of some models, ``verifier_factory`` makes the Lean
-    servers of /verify, ``progress_loader`` loads the progress model (tests and benchmarks)."""
+    servers of /verify (tests and benchmarks)."""
 
     def __init__(
         self,
@@ -141,12 +141,10 @@ class LeanloopServer:
         *,
         backends: Mapping[str, Backend] | None = None,
         verifier_factory: ServerFactory | None = None,
-        progress_loader: Callable[[], Any] | None = None,
     ) -> None:
         self.config = config
         self.backends = backends
         self.verifier_factory = verifier_factory
-        self.progress_loader = progress_loader
         self.api = build_api()
         self._entry: ASGIApp | None = None
         self._filters: list[tuple[logging.Handler, logging.Filter]] = []
@@ -207,9 +205,7 @@ class LeanloopServer:
             config=config,
             secrets=keys,
             models=ModelRegistry(config, keys, self.backends),
-            progress=ProgressModel(
-                config.progress_model or settings.progress_model, self.progress_loader
-            ),
+            progress=ProgressModel(config.progress_model or settings.progress_model),
             verifier=Verifier(
                 config.lean,
                 Gate(
@@ -221,7 +217,6 @@ class LeanloopServer:
                 self.verifier_factory,
             ),
             started=int(time.time()),
-            api_key=api_key,
         )
         entry: ASGIApp = RequestBodyLimitMiddleware(self.api, config.max_body_bytes)
         entry = Guard(entry, api_key, config.max_body_bytes)

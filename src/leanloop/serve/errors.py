@@ -20,10 +20,6 @@ class BadRequest(ServeError):
     status = 400
 
 
-class Unauthorized(ServeError):
-    status = 401
-
-
 class ModelNotFound(ServeError):
     status = 404
 

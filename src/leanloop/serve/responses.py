@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from leanloop.serve.errors import Overloaded, ServeError, Unauthorized
+from leanloop.serve.errors import Overloaded, ServeError
 
 log = logging.getLogger("leanloop.serve")
 
@@ -71,8 +71,6 @@ async def _serve_error(request: Request, exc: Exception) -> JSONResponse:
     headers = None
     if isinstance(exc, Overloaded):
         headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
-    elif isinstance(exc, Unauthorized):
-        headers = {"WWW-Authenticate": "Bearer"}
     if exc.status >= 500:
         log.warning("request %s: %s", request_id(request.scope), exc)
     return error_response(request.url.path, exc.status, str(exc), headers=headers)

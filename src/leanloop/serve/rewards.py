@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -18,27 +18,24 @@ log = logging.getLogger(__name__)
 
 
 class ProgressModel:
-    """``await progress.steps_remaining(state, tactics)``; ``load`` replaces the loading of a
-    ``ProgressScorer`` from ``path`` (tests)."""
+    """``await progress.steps_remaining(state, tactics)`` with the ``ProgressScorer`` at
+    ``path`` (loaded on first use)."""
 
-    def __init__(self, path: Path | None, load: Callable[[], Any] | None = None) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
-        self._load = load
         self.scorer: Any = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progress")
         self._lock = asyncio.Lock()
 
     @property
     def configured(self) -> bool:
-        return self.path is not None or self._load is not None
+        return self.path is not None
 
     @property
     def loaded(self) -> bool:
         return self.scorer is not None
 
     def _load_scorer(self) -> Any:
-        if self._load is not None:
-            return self._load()
         from leanloop.ml.progress import ProgressScorer
 
         return ProgressScorer(self.path)

@@ -23,7 +23,6 @@ class ServerState:
     progress: ProgressModel
     verifier: Verifier
     started: int  # when the server started (seconds since the epoch)
-    api_key: str | None = None  # the key clients must send, when one is configured
 
     async def close(self) -> None:
         await self.models.close()

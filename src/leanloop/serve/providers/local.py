@@ -4,7 +4,7 @@ encoder through ``PremiseRetriever``; each loaded once on its own thread and fed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, NamedTuple
 
 from leanloop.errors import LeanloopError
@@ -31,14 +31,10 @@ class ChatReply(NamedTuple):
 
 
 class LocalGenerator(GeneratorBackend):
-    """A ``TacticGenerator`` (or any object with its ``prompt_text``, ``generate_replies``,
-    ``prompt_format`` and ``tokenizer``, e.g. made by ``load`` in tests and benchmarks)."""
+    """A ``TacticGenerator`` loaded from the model's checkpoint on first use."""
 
-    def __init__(
-        self, config: ModelConfig, gate: Gate, load: Callable[[], Any] | None = None
-    ) -> None:
+    def __init__(self, config: ModelConfig, gate: Gate) -> None:
         super().__init__(config, gate)
-        self._load = load or self._load_checkpoint
         self.generator: Any = None
         self.worker = BatchWorker(
             config.name, self._run, gate=gate, max_batch=config.decoding.batch_size
@@ -52,7 +48,7 @@ class LocalGenerator(GeneratorBackend):
         )
 
     async def load(self) -> None:
-        self.generator = await self.worker.call(self._load)
+        self.generator = await self.worker.call(self._load_checkpoint)
         self.loaded = True
 
     async def generate(self, state: str, prefix: str, k: int) -> list[GeneratedTactic]:
@@ -147,11 +143,8 @@ class LocalGenerator(GeneratorBackend):
 class LocalEncoder(EncoderBackend):
     """A ``PremiseRetriever`` checkpoint (or a Hugging Face encoder) embedding goal states."""
 
-    def __init__(
-        self, config: ModelConfig, gate: Gate, load: Callable[[], Any] | None = None
-    ) -> None:
+    def __init__(self, config: ModelConfig, gate: Gate) -> None:
         super().__init__(config, gate)
-        self._load = load or self._load_checkpoint
         self.retriever: Any = None
         self.worker = BatchWorker(config.name, self._run, gate=gate, max_batch=ENCODER_BATCH)
 
@@ -164,7 +157,7 @@ class LocalEncoder(EncoderBackend):
         )
 
     async def load(self) -> None:
-        self.retriever = await self.worker.call(self._load)
+        self.retriever = await self.worker.call(self._load_checkpoint)
         self.loaded = True
 
     async def encode(self, text: str) -> list[float]:
