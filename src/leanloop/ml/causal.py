@@ -85,8 +85,10 @@ def load_causal_lm(
     dtype = dtype or torch.float32
     base_name = adapter_base(source) if Path(source).is_dir() else None
     if base_name is None:
-        model = load_pretrained(AutoModelForCausalLM, name, cache_dir=cache_dir, dtype=dtype)
-        tokenizer = load_tokenizer(name, cache_dir=cache_dir)
+        # what was resolved once is loaded: a trainer moving LATEST meanwhile cannot make the
+        # weights and the tokenizer come from different checkpoints
+        model = load_pretrained(AutoModelForCausalLM, source, cache_dir=cache_dir, dtype=dtype)
+        tokenizer = load_tokenizer(source, cache_dir=cache_dir)
         # a local checkpoint is named by its absolute path; hub and packaged names stay names,
         # so that an adapter trained on them reloads on another machine
         base = str(Path(source).absolute()) if Path(name).expanduser().exists() else name
@@ -100,12 +102,14 @@ def load_causal_lm(
             f"adapter {source}: its base model {base_name} is itself an adapter",
             hint="merge the first adapter into a full model before training another on top",
         )
-    base_model = load_pretrained(AutoModelForCausalLM, base_name, cache_dir=cache_dir, dtype=dtype)
+    base_model = load_pretrained(
+        AutoModelForCausalLM, base_source, cache_dir=cache_dir, dtype=dtype
+    )
     model = PeftModel.from_pretrained(base_model, source, is_trainable=trainable)
     has_tokenizer = any(
         (Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")
     )
-    tokenizer = load_tokenizer(source if has_tokenizer else base_name, cache_dir=cache_dir)
+    tokenizer = load_tokenizer(source if has_tokenizer else base_source, cache_dir=cache_dir)
     return CausalLM(model, tokenizer, source, base_name, adapter=True)
 
 
