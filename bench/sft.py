@@ -62,8 +62,12 @@ def main() -> int:
     from leanloop.ml.device import detect_hardware, limit_threads
     from leanloop.ml.generation import TacticGenerator
     from leanloop.ml.models import resolve_model
-    from leanloop.trainer.evaluation import load_examples, load_steps, tactic_accuracy
-    from leanloop.trainer.rewards import is_recorded_tactic
+    from leanloop.trainer.evaluation import (
+        load_examples,
+        load_steps,
+        same_first_line,
+        tactic_accuracy,
+    )
     from leanloop.trainer.sft import SFTTrainer
 
     limit_threads()
@@ -95,9 +99,6 @@ def main() -> int:
     )
 
     decode = {"max_new_tokens": args.max_new_tokens, "batch_size": 4}
-
-    def same_first_line(proposed: str, recorded: str) -> bool:
-        return is_recorded_tactic(proposed.splitlines()[0], recorded.splitlines()[0])
 
     def accuracy(generator, label: str):
         """Whole-tactic and first-line accuracy of one generation pass."""

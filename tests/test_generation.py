@@ -16,6 +16,7 @@ from leanloop.trainer.evaluation import (
     evaluate_tactics,
     load_examples,
     load_steps,
+    same_first_line,
     tactic_accuracy,
 )
 from leanloop.trainer.rewards import is_recorded_tactic
@@ -204,9 +205,6 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     first_lines = {state: tactic.splitlines()[0] for state, tactic in whole.items()}
     assert accuracy(first_lines).top1_hits == 0
     # the first-line figure, when asked for explicitly with a matcher of one's own
-
-    def same_first_line(proposed: str, recorded: str) -> bool:
-        return is_recorded_tactic(proposed.splitlines()[0], recorded.splitlines()[0])
 
     assert accuracy(first_lines, match=same_first_line).top1 == 1.0
     # a split file, a dataset directory and the theorems give the same steps; sorry is skipped

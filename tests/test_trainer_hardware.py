@@ -104,5 +104,8 @@ def test_progress_trainer_arguments_follow_the_hardware(progress_rows, tmp_path)
     values = gpu.training_arguments(tmp_path / "work", steps_per_epoch=8)
     assert values["bf16"] is True and values["use_cpu"] is False
     # transformers itself refuses these where no GPU has bf16: they are what a GPU run gets
-    with pytest.raises(ValueError, match="bf16"):
-        TrainingArguments(**values)
+    import torch
+
+    if not (torch.cuda.is_available() and torch.cuda.is_bf16_supported()):
+        with pytest.raises(ValueError, match="bf16"):
+            TrainingArguments(**values)

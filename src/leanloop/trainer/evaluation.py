@@ -13,11 +13,10 @@ from typing import Any
 from pydantic import BaseModel, computed_field
 
 from leanloop.data.leandojo import LeanDojoDataset
-from leanloop.data.prompt import PromptExample, PromptFormat
+from leanloop.data.prompt import PromptExample, PromptFormat, is_recorded_tactic
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import GeneratedTactic, Generator
-from leanloop.trainer.rewards import is_recorded_tactic
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +109,12 @@ def evaluate_tactics(
     result = tactic_accuracy(examples, candidates, k)
     log.info("tactic accuracy: %s", result)
     return result
+
+
+def same_first_line(proposed: str, recorded: str) -> bool:
+    """Whether the first lines of two tactics are the same tactic (the looser match, for
+    reporting beside the whole-tactic one)."""
+    return is_recorded_tactic(proposed.splitlines()[0], recorded.splitlines()[0])
 
 
 def tactic_accuracy(
