@@ -241,7 +241,7 @@ def lean_servers(project_root: str | Path, config: ProverConfig) -> ServerPool[L
     """A pool of one warm Lean REPL in the project, reused for ``config.server_uses`` theorems
     (see :func:`lean_server_factory`)."""
     factory = lean_server_factory(project_root, config)
-    return ServerPool(lambda _key: factory(), max_uses=config.server_uses, max_servers=1)
+    return ServerPool.single(factory, max_uses=config.server_uses)
 
 
 def prove_sorries(
@@ -299,8 +299,7 @@ def prove_sorries(
     elif isinstance(servers, ServerPool):
         pool = servers
     else:
-        factory = servers
-        pool = ServerPool(lambda _key: factory(), max_uses=prover.config.server_uses, max_servers=1)
+        pool = ServerPool.single(servers, max_uses=prover.config.server_uses)
     stored: dict = {}
     if database is not None:
         finished = database.finished_attempts(run)

@@ -61,6 +61,12 @@ class ServerPool(Generic[T]):
         self._closed = False
         self._cond = threading.Condition()
 
+    @classmethod
+    def single(cls, make: Callable[[], T], *, max_uses: int = 100) -> ServerPool[T]:
+        """A pool of one server made by ``make()`` (whatever the key), replaced after
+        ``max_uses`` leases or a failure."""
+        return cls(lambda _key: make(), max_uses=max_uses, max_servers=1)
+
     @contextlib.contextmanager
     def lease(self, key: Hashable) -> Iterator[T]:
         entry = self._acquire(key)

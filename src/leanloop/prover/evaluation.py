@@ -34,9 +34,7 @@ class ProofWorker:
 
     def __init__(self, prover: BaseProver, server_factory: Callable[[], LeanServer]) -> None:
         self.prover = prover
-        self.pool: ServerPool[LeanServer] = ServerPool(
-            lambda _key: server_factory(), max_uses=prover.config.server_uses, max_servers=1
-        )
+        self.pool = ServerPool.single(server_factory, max_uses=prover.config.server_uses)
 
     def prove(
         self, theorem: Theorem, attempt: int, run: str, mode: Mode = "search"
@@ -181,9 +179,8 @@ def _run_on_ray(pending, prover, server_factory, workers, address, run, mode, re
 
 
 def _lost(theorem: Theorem, attempt: int, run: str, prover: BaseProver, exc) -> ProofAttempt:
-    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return SearchResult(
         target=theorem.full_name,
         status=AttemptStatus.ERROR,
-        error=f"the worker proving it stopped: {type(exc).__name__}: {reason[:200]}",
+        error=f"the worker proving it stopped: {describe_exception(exc)}",
     ).to_attempt(theorem, run=run, attempt=attempt, prover=prover.name)

@@ -15,6 +15,7 @@ from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProverConfig
+from leanloop.prover.proof_search import excerpt
 from leanloop.prover.strategy import Failure
 from leanloop.prover.whole import WholeProofFormat
 from leanloop.settings import Settings
@@ -95,7 +96,7 @@ class ChatGenerator:
         choices = getattr(response, "choices", None)
         if not isinstance(choices, list):
             raise LeanloopError(
-                f"the model endpoint's answer has no list of choices: {_excerpt(response)}"
+                f"the model endpoint's answer has no list of choices: {excerpt(response)}"
             )
         replies = []
         for rank, choice in enumerate(choices):
@@ -136,11 +137,6 @@ def _api_key(variable: str | None) -> str | None:
             "no key (a local server)",
         )
     return key
-
-
-def _excerpt(value: object, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class ExternalProver(BaseProver):

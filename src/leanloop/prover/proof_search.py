@@ -175,7 +175,7 @@ class _Search:
             got = len(suggestions) if isinstance(suggestions, list | tuple) else suggestions
             raise _Stop(
                 AttemptStatus.ERROR,
-                f"the tactic generator returned {_excerpt(got)} for {len(batch)} states "
+                f"the tactic generator returned {excerpt(got)} for {len(batch)} states "
                 "(expected a list of ranked tactics for each)",
             )
         return suggestions
@@ -341,7 +341,7 @@ def _checked(candidates: Sequence) -> list[tuple[str, float]]:
     if not isinstance(candidates, list | tuple):
         raise _Stop(
             AttemptStatus.ERROR,
-            f"the tactic generator returned {_excerpt(repr(candidates))} for a state "
+            f"the tactic generator returned {excerpt(repr(candidates))} for a state "
             "(expected a list of (tactic, score))",
         )
     checked = []
@@ -355,7 +355,7 @@ def _checked(candidates: Sequence) -> list[tuple[str, float]]:
         if not valid:
             raise _Stop(
                 AttemptStatus.ERROR,
-                f"the tactic generator returned {_excerpt(repr(candidate))} "
+                f"the tactic generator returned {excerpt(repr(candidate))} "
                 "(expected (tactic, score))",
             )
         if tactic.strip():
@@ -366,9 +366,10 @@ def _checked(candidates: Sequence) -> list[tuple[str, float]]:
 def describe_exception(exc: BaseException) -> str:
     """An exception in one line: its type and the first line of its message."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {_excerpt(text)}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {excerpt(text)}" if text else type(exc).__name__
 
 
-def _excerpt(value: object, limit: int = 200) -> str:
+def excerpt(value: object, limit: int = 200) -> str:
+    """``value`` (its repr unless a string) cut to ``limit`` characters."""
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
