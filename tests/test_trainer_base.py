@@ -75,3 +75,37 @@ def test_configs_load_from_files_and_check_fields_together(tmp_path):
     # and when a field is changed afterwards
     with pytest.raises(LeanloopError, match="does not divide by num_generations=3"):
         config.batch_size = 4
+
+
+@pytest.mark.parametrize(
+    ("trainer", "config"),
+    [
+        ("leanloop.trainer.sft:SFTTrainer", "leanloop.trainer.sft_config:SFTTrainerConfig"),
+        ("leanloop.trainer.grpo:GRPOTrainer", "leanloop.trainer.grpo_config:GRPOTrainerConfig"),
+        (
+            "leanloop.trainer.progress:ProgressTrainer",
+            "leanloop.trainer.progress_config:ProgressTrainerConfig",
+        ),
+    ],
+)
+def test_constructor_defaults_are_the_configurations(trainer, config):
+    """The seed's constructor signatures spell defaults out; they must be the config's."""
+    import dataclasses
+    import importlib
+    import inspect
+
+    def load(spec):
+        module, _, name = spec.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    fields = {f.name: f for f in dataclasses.fields(load(config))}
+    compared = 0
+    for name, parameter in inspect.signature(load(trainer).__init__).parameters.items():
+        if name not in fields or parameter.default is inspect.Parameter.empty:
+            continue
+        default = fields[name].default
+        default = getattr(default, "default", default)  # a pydantic Field's own default
+        given = type(default)(parameter.default) if default is not None else None  # str -> Path
+        assert given == default, name
+        compared += 1
+    assert compared >= 4
