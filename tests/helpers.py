@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from leanloop.data.leandojo import LeanDojoDataset, theorem_to_leandojo
-from leanloop.data.records import Theorem, TracedTactic
+from leanloop.data.records import ProofAttempt, Theorem, TracedTactic
 
 
 def sample_theorems(sample_dir: Path) -> list[Theorem]:
@@ -115,3 +115,24 @@ def assert_one_line_error(code: int, err: str, *words: str) -> None:
     assert len(lines) <= 2, err  # the error and possibly a hint
     for word in words:
         assert word in err, f"{word!r} not in {err!r}"
+
+
+def attempt(theorem, status, *, run="r1", number=0, proof=None, error=None) -> ProofAttempt:
+    """A proof attempt at ``theorem`` with fixed figures."""
+    return ProofAttempt(
+        run=run,
+        url=theorem.url,
+        commit=theorem.commit,
+        file_path=theorem.file_path,
+        full_name=theorem.full_name,
+        attempt=number,
+        status=status,
+        proof=proof,
+        prover="test",
+        expansions=3,
+        tree_size=7,
+        seconds=1.5,
+        lean_seconds=1.0,
+        model_seconds=0.25,
+        error=error,
+    )

@@ -11,27 +11,7 @@ from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey, repos
 from leanloop.database import DynamicDatabase
 from leanloop.database.schema import SCHEMA_VERSION
 from leanloop.errors import DatabaseError
-from tests.helpers import sample_theorems
-
-
-def attempt(theorem, status, *, run="r1", number=0, proof=None, error=None) -> ProofAttempt:
-    return ProofAttempt(
-        run=run,
-        url=theorem.url,
-        commit=theorem.commit,
-        file_path=theorem.file_path,
-        full_name=theorem.full_name,
-        attempt=number,
-        status=status,
-        proof=proof,
-        prover="test",
-        expansions=3,
-        tree_size=7,
-        seconds=1.5,
-        lean_seconds=1.0,
-        model_seconds=0.25,
-        error=error,
-    )
+from tests.helpers import attempt, sample_theorems
 
 
 def test_attempts_are_stored_read_back_and_skipped_on_rerun(db, sample_dir):

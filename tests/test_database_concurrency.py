@@ -12,11 +12,12 @@ import threading
 
 import pytest
 
+from leanloop.data.records import AttemptStatus
 from leanloop.database import DynamicDatabase
 from leanloop.database import engine as engines
 from leanloop.database.access import DatabaseAccess
 from leanloop.errors import DatabaseError, DataFormatError
-from tests.helpers import renamed, sample_theorems, write_dataset
+from tests.helpers import attempt, renamed, sample_theorems, write_dataset
 
 WRITER = """
 import sys
@@ -105,6 +106,29 @@ def test_a_waiting_writer_goes_on_when_the_lock_is_free(db_url, sample_dir, monk
     threading.Timer(0.8, release.set).start()
     assert DynamicDatabase(db_url).reset_splits() == 0  # waited, then wrote
     thread.join()
+
+
+def test_writers_need_not_wait_while_an_export_writes_its_files(
+    db_url, sample_dir, tmp_path, monkeypatch
+):
+    DynamicDatabase(db_url).import_leandojo(sample_dir)
+    monkeypatch.setattr(engines, "LOCK_TIMEOUT_S", 1.5)
+    exporter, prover = DynamicDatabase(db_url), DynamicDatabase(db_url)
+    theorem = sample_theorems(sample_dir)[0]
+    recorded = []
+
+    def meanwhile(done, total):  # called while the files are written
+        if not recorded:  # an evaluation storing its result as it comes
+            prover.record_attempt(attempt(theorem, AttemptStatus.FAILED, run="meanwhile"))
+            recorded.append(done)
+
+    report = exporter.export_merged_data(
+        exporter.get_repositories(), tmp_path / "out", progress=meanwhile
+    )
+    assert recorded and report.theorems == 177
+    assert [a.full_name for a in exporter.get_attempts("meanwhile")] == [theorem.full_name]
+    exporter.close()
+    prover.close()
 
 
 def test_readers_go_on_while_a_writer_holds_the_lock(sample_dir, tmp_path):

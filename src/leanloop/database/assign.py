@@ -1,4 +1,4 @@
-"""Give every theorem an export takes a split in every scheme, inside the export's transaction:
+"""Give every theorem an export takes a split in every scheme, in a short write before the files:
 stored splits are kept, new theorems are placed by the seeded rules with the settings that made
 the stored splits, copies of a theorem in several repositories share one split and are exported
 once, and the novel-premises promise is checked again."""

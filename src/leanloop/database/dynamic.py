@@ -20,7 +20,7 @@ from leanloop.data.records import (
 from leanloop.database import attempts, queries
 from leanloop.database import engine as engines
 from leanloop.database.access import DatabaseAccess
-from leanloop.database.assign import forget_split_settings
+from leanloop.database.assign import assign_splits, forget_split_settings
 from leanloop.database.bulk import without_cycle_collection
 from leanloop.database.export import ExportReport, export_merged
 from leanloop.database.ingest import IngestCounts
@@ -310,12 +310,18 @@ class DynamicDatabase:
         written once and share one split. Settings that would leave train (or a split asked
         for) empty are refused before anything is stored.
         """
-        config = split_config
-        with without_cycle_collection(), self.transaction() as conn:
-            resolved = queries.resolve_repositories(conn, list(repositories))
-            if not resolved:
-                raise LeanloopError("no repositories to export")
-            return export_merged(conn, resolved, Path(output_path), config, progress=progress)
+        # the splits are stored first, in a short write; the files are written from a read, so
+        # that they only ever hold stored splits and other writers need not wait for them
+        with without_cycle_collection():
+            with self.transaction() as conn:
+                resolved = queries.resolve_repositories(conn, list(repositories))
+                if not resolved:
+                    raise LeanloopError("no repositories to export")
+                assignment = assign_splits(conn, [i for i, _ in resolved], split_config)
+            with self._access.read() as conn:
+                return export_merged(
+                    conn, resolved, Path(output_path), assignment, progress=progress
+                )
 
     def stats(self) -> DatabaseStats:
         """Counts per repository and in total, with each repository's difficulty profile."""

@@ -21,7 +21,7 @@ from leanloop.data.leandojo.format import (
 )
 from leanloop.data.leandojo.writer import LeanDojoWriter
 from leanloop.data.records import Repository
-from leanloop.database.assign import SplitOrigin, assign_splits, describe_origin
+from leanloop.database.assign import Assignment, SplitOrigin, describe_origin
 from leanloop.database.rows import loads_list, stream, stream_proofs
 from leanloop.database.schema import files, premises, repositories, theorems
 from leanloop.database.splits import SplitConfig
@@ -55,13 +55,14 @@ def export_merged(
     conn: Connection,
     repos: Sequence[tuple[int, Repository]],
     output_path: Path,
-    config: SplitConfig | None,
+    assignment: Assignment,
     *,
     progress: Progress | None = None,
 ) -> ExportReport:
-    """Write the dataset for ``repos`` (id and record, in curriculum order) to ``output_path``."""
+    """Write the dataset for ``repos`` (id and record, in curriculum order) to ``output_path``
+    with the splits of ``assignment`` (made by ``assign_splits`` and stored before: ``conn`` may be
+    read-only)."""
     repo_ids = [repo_id for repo_id, _ in repos]
-    assignment = assign_splits(conn, repo_ids, config)
     report = ExportReport(
         output_path=output_path,
         new_assignments=assignment.new_assignments,
