@@ -127,6 +127,12 @@ def test_the_time_limit_is_the_requests_within_the_servers(served, transcripts):
     seen = [limit for transport in transports for limit in transport.seen]
     assert 7 in seen and 300 in seen  # 9000 s is capped by lean.timeout (300)
     assert all(t.timeout == 300.0 for t in transports)  # restored after each check
+    # the imports are elaborated under the server's limit, only the body under the request's
+    transports.clear()
+    code = "import Mathlib\n\ntheorem test : 0 < 1 := by sorry"
+    post(url, "/verify", {"codes": [{"custom_id": 7, "code": code}], "timeout": 7})
+    (transport,) = transports
+    assert transport.seen == [300.0, 7]
 
 
 def test_a_timeout_is_a_result_not_an_http_error(served):

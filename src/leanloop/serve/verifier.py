@@ -119,8 +119,12 @@ class Verifier:
         start = time.monotonic()
         header, _, _ = split_header(code)
         try:
-            with pool.lease(header) as server, _time_limit(server, timeout):
-                elaboration = server.elaborate(code)
+            with pool.lease(header) as server:
+                # the imports (elaborated once per REPL, e.g. Mathlib's) under the server's own
+                # limit: timing them out would lose them and the next request would start over
+                server.environment(header)
+                with _time_limit(server, timeout):
+                    elaboration = server.elaborate(code)
         except (LeanRequestError, ServerError) as exc:
             return Checked(None, exc.message, time.monotonic() - start)
         return Checked(elaboration, None, time.monotonic() - start)
