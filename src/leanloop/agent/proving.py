@@ -301,12 +301,11 @@ def prove_sorries(
     else:
         pool = ServerPool.single(servers, max_uses=prover.config.server_uses)
     stored: dict = {}
-    if database is not None:
-        finished = database.finished_attempts(run)
+    if database is not None:  # finished: any first attempt but an error (errors are retried)
         stored = {
             (a.key, a.commit): a
             for a in database.get_attempts(run)
-            if (a.key, a.commit, a.attempt) in finished and a.attempt == 0
+            if a.attempt == 0 and a.status is not AttemptStatus.ERROR
         }
     backup_dir = root / BACKUP_DIR / started_at.strftime("%Y%m%dT%H%M%SZ") if root else None
     total = len(theorems)
