@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from leanloop.atomic import write_text_atomic
+from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.prover.report import EvaluationReport
 from leanloop.trainer.evaluation import TacticAccuracy
 
@@ -192,6 +192,6 @@ class RunReport(BaseModel):
             axes[2].set_title("replayed search: outcomes per theorem")
             axes[2].tick_params(axis="x", labelsize=7)
         figure.tight_layout()
-        figure.savefig(path, dpi=100)
+        write_figure_atomic(path, figure)
         plt.close(figure)
         return path

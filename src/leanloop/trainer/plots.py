@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from leanloop.atomic import write_figure_atomic
+
 
 def plot_curves(history: Iterable[Mapping[str, float]], path: str | Path, title: str = "") -> Path:
     """Plot every numeric metric of ``history`` (dicts with a ``step`` key, as in a Hugging Face
@@ -38,6 +40,6 @@ def plot_curves(history: Iterable[Mapping[str, float]], path: str | Path, title:
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    write_figure_atomic(path, fig)
     plt.close(fig)
     return path
