@@ -240,13 +240,17 @@ class AttemptStatus(StrEnum):
 
     ``proved``: Lean accepted the proof. ``replayed``: the recorded proof was found again in a
     replay of traced data, which no Lean checked (never called proved). ``failed``: the search
-    space was exhausted. ``timeout``, ``budget``: the time or the expansion budget ran out.
-    ``error``: the attempt could not go on (a server or generator failure), with the reason.
+    space was exhausted. ``refused``: a proof was found (or offered) but leanloop's soundness
+    policy refused it (an axiom outside the allow-list, ``sorryAx``, a screened construct such as
+    a declared ``axiom`` or a changed statement), with the reason; nothing else was accepted.
+    ``timeout``, ``budget``: the time or the expansion budget ran out. ``error``: the attempt
+    could not go on (a server or generator failure), with the reason.
     """
 
     PROVED = "proved"
     REPLAYED = "replayed"
     FAILED = "failed"
+    REFUSED = "refused"
     TIMEOUT = "timeout"
     BUDGET = "budget"
     ERROR = "error"
