@@ -70,6 +70,24 @@ def test_lifelong_figures_follow_their_definitions():
     assert matrix.forgetting == pytest.approx(0.75 - 0.25)
 
 
+def test_forgetting_is_negative_where_the_last_checkpoint_is_best():
+    """Chaudhry et al.'s forgetting is not clamped at 0: a repository the last checkpoint
+    handles better than every earlier one counts with a negative term."""
+    matrix = LifelongMatrix()
+    matrix.add_row("a", "c0", [0.25], [10])
+    matrix.add_row("b", "c1", [0.5, 0.5], [10, 8])
+    matrix.add_row("c", "c2", [0.75, 0.25, 0.9], [10, 8, 5])
+    # a: best earlier 0.5, last 0.75 -> -0.25; b: best earlier 0.5, last 0.25 -> 0.25
+    assert matrix.forgetting == pytest.approx((-0.25 + 0.25) / 2)
+    clamped = (max(0.0, 0.5 - 0.75) + max(0.0, 0.5 - 0.25)) / 2
+    assert matrix.forgetting != pytest.approx(clamped)
+    two = LifelongMatrix()
+    two.add_row("a", "c0", [0.4], [10])
+    two.add_row("b", "c1", [0.6, 0.3], [10, 8])
+    assert two.forgetting == pytest.approx(-0.2)
+    assert two.figures()["forgetting"] == pytest.approx(-two.backward_transfer)
+
+
 def test_lean_agent_records_the_lifelong_matrix(datasets, tiny_encoder, sample_dir, tmp_path):
     out = tmp_path / "retriever"
     agent = LeanAgent(
@@ -93,9 +111,8 @@ def test_lean_agent_records_the_lifelong_matrix(datasets, tiny_encoder, sample_d
     stored = json.loads((out / "lifelong.json").read_text())
     assert stored["recall"] == matrix.recall
     assert stored["backward_transfer"] == pytest.approx(matrix.recall[1][0] - matrix.recall[0][0])
-    assert stored["forgetting"] == pytest.approx(
-        max(0.0, matrix.recall[0][0] - matrix.recall[1][0])
-    )
+    # one earlier checkpoint: F is its value less the last one, negative when it improved
+    assert stored["forgetting"] == pytest.approx(matrix.recall[0][0] - matrix.recall[1][0])
     assert (out / "lifelong.png").read_bytes()[:4] == b"\x89PNG"
 
     result = agent.evaluate()

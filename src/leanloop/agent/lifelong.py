@@ -31,8 +31,11 @@ class LifelongMatrix(BaseModel):
     - average accuracy ``A = (1/T) Σ_j R[T-1][j]``: the last checkpoint on every repository;
     - backward transfer ``BWT = (1/(T-1)) Σ_{j<T-1} (R[T-1][j] - R[j][j])`` (Lopez-Paz and
       Ranzato, 2017): negative when learning later repositories hurt earlier ones;
-    - forgetting ``F = (1/(T-1)) Σ_{j<T-1} max_{j<=l<T-1} (R[l][j] - R[T-1][j])`` (Chaudhry et
-      al., 2018): how far each earlier repository fell from its best.
+    - forgetting ``F = (1/(T-1)) Σ_{j<T-1} max_{j<=l<T-1} (R[l][j] - R[T-1][j])``: how far each
+      earlier repository fell from its best, as Chaudhry et al. define it (Riemannian Walk for
+      Incremental Learning, ECCV 2018, eq. 1; also A-GEM, ICLR 2019). It is not clamped at 0: a
+      repository whose last value is above every earlier one adds a negative term (the later
+      training improved it), as in the paper's definition.
 
     Cells that are None are left out of the sums (and of the counts). The figures are None when
     nothing is left to average (BWT and F need two repositories).
