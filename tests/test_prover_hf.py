@@ -111,13 +111,44 @@ def test_a_checkpoint_written_again_gives_the_prover_a_new_identity(tmp_path):
     assert hf.identity.startswith(f"hf:{output}@1-other@")
 
 
-def test_sampling_is_seeded_by_attempt(trained, few):
+class Proposals:
+    """Wraps a generator and keeps, for each call, the options it was given and the tactics it
+    proposed for each state."""
+
+    def __init__(self, generator) -> None:
+        self.generator = generator
+        self.calls: list[tuple[dict, list[list[str]]]] = []
+
+    def generate_batch(self, states, k, **options):
+        found = self.generator.generate_batch(states, k, **options)
+        self.calls.append((dict(options), [[g.tactic for g in ranked] for ranked in found]))
+        return found
+
+
+def test_sampling_is_seeded_by_attempt(trained, few, sample_dir):
     hf = prover(trained, decoding={"method": "sample", "num_samples": 6, "temperature": 1.5})
     assert hf.generator_options(2) == {"seed": 2}
     server = ReplayServer(few)
     runs = [hf.search(server, theorem=few[1], attempt=a) for a in (0, 0, 1)]
     assert runs[0].proof == runs[1].proof and runs[0].expansions == runs[1].expansions
     assert all(r.status in (AttemptStatus.REPLAYED, AttemptStatus.FAILED) for r in runs)
+    # the untrained tiny model samples widely: the same attempt proposes the same tactics for
+    # the theorem's first state, another attempt proposes others
+    untrained = prover(
+        shared_tiny_model(sample_dir),
+        decoding={"method": "sample", "num_samples": 6, "temperature": 1.5},
+    )
+    spy = Proposals(untrained.generator)
+    untrained._generator = spy
+    first = []
+    for attempt in (0, 0, 1):
+        spy.calls.clear()
+        untrained.search(server, theorem=few[1], attempt=attempt)
+        options, proposed = spy.calls[0]
+        assert options == {"seed": untrained.config.seed + attempt}
+        first.append(proposed[0])
+    assert first[0] and first[0] == first[1]
+    assert first[2] and first[2] != first[0]
 
 
 def test_the_prover_ships_without_its_model(trained, few):
