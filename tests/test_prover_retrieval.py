@@ -15,7 +15,8 @@ from leanloop.errors import LeanloopError
 from leanloop.prover.recorded import RecordedGenerator
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.retrieval import RetrievalProver
-from tests.helpers import sample_theorems
+from leanloop.retrieval.corpus import premise_text
+from tests.helpers import sample_theorems, write_dataset
 from tests.tiny_causal import shared_tiny_model
 
 
@@ -57,6 +58,10 @@ def premises_given(text: str) -> list[str]:
     return listed.split("\n\n")
 
 
+def given_state(text: str) -> str:
+    return text.split(f"\n\n{STATE_HEADING}\n", 1)[1]
+
+
 def test_accessible_premises_go_before_each_state(retrieval, traced):
     server = ReplayServer(traced)
     theorem = next(t for t in traced if t.full_name == "FractionalIdeal.count_mul")
@@ -78,6 +83,39 @@ def test_accessible_premises_go_before_each_state(retrieval, traced):
     best = index.retrieve(state, theorem.file_path, theorem.start, k=3)
     assert premises_given(reading.inputs[0]) == [p.full_name for p, _ in reversed(best)]
     assert reading.inputs[0].endswith(f"{STATE_HEADING}\n{state}")
+
+
+def test_the_index_decides_what_the_generator_reads(tiny_encoder, sample_dir, traced, tmp_path):
+    """The same theorem searched with two indexes: each index's best premises go before the
+    state, so another corpus gives the generator another input."""
+    theorem = next(t for t in traced if t.full_name == "FractionalIdeal.count_mul")
+    state = theorem.traced_tactics[0].state_before
+
+    def first_input(corpus_path) -> tuple[str, list[str]]:
+        prover = RetrievalProver(
+            tiny_encoder, shared_tiny_model(sample_dir), corpus_path, num_retrieved=3
+        )
+        prover._generator = Reading(RecordedGenerator(traced))
+        result = prover.search(ReplayServer(traced), theorem=theorem)
+        assert result.status is AttemptStatus.REPLAYED
+        best = prover.index.retrieve(state, theorem.file_path, theorem.start, k=3)
+        given = prover._generator.inputs[0]
+        assert given == state_with_premises(state, [premise_text(p) for p, _ in best])
+        return given, [p.full_name for p, _ in best]
+
+    whole, best_of_whole = first_input(sample_dir)
+    assert given_state(whole) == state and len(premises_given(whole)) == 3
+    # a corpus made of the premises of the theorems that use none of those three
+    others = [
+        t
+        for t in traced
+        if not any(p.full_name in best_of_whole for s in t.traced_tactics for p in s.premises)
+    ]
+    other_corpus = write_dataset(tmp_path / "other", {"random/test": others})
+    other, best_of_other = first_input(other_corpus)
+    assert given_state(other) == state and len(premises_given(other)) == 3
+    assert not set(best_of_other) & set(best_of_whole)
+    assert other != whole
 
 
 def test_every_recorded_proof_of_a_sample_part_is_found(retrieval, traced):
