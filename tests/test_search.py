@@ -14,9 +14,10 @@ from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
-from leanloop.lean.errors import ServerCrashed
+from leanloop.lean.errors import LeanRequestError, ServerCrashed
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.ml.protocols import GeneratedTactic
+from leanloop.prover import proof_search
 from leanloop.prover.config import ProverConfig
 from leanloop.prover.proof_search import search
 from leanloop.prover.recorded import RecordedGenerator
@@ -229,6 +230,7 @@ class Toy(LeanServer):
 
     def release(self, *states):
         for state in states:
+            assert state.id in self.live, f"proof state {state.id} released twice"
             self.live.discard(state.id)
 
     def start_proof(self, goal):
@@ -245,6 +247,7 @@ class Toy(LeanServer):
 
     def run_tactic(self, state, tactic, *, goal=None):
         self._own(state)
+        assert state.id in self.live, f"proof state {state.id} used after its release"
         self.calls.append((state.goals[0], tactic))
         after = self.edges.get((state.goals[0], tactic))
         if after is None:
@@ -452,6 +455,70 @@ def test_every_proof_state_is_released_however_the_search_ends():
 
     result, _, server = toy_search(edges, table, progress=Failing(), progress_weight=0.5)
     assert result.status is AttemptStatus.ERROR and "progress model" in result.error
+    assert not server.live
+
+
+def test_an_exhausted_frontier_is_failed_even_when_the_budget_is_used_up():
+    # the toy tree takes exactly 5 expansions to exhaust
+    exhausted, _, server = toy_search(TREE, SCORES, max_expansions=5)
+    assert exhausted.status is AttemptStatus.FAILED and exhausted.expansions == 5
+    assert exhausted.error == "the search space is exhausted" and not server.live
+    stopped, _, server = toy_search(TREE, SCORES, max_expansions=4)
+    assert stopped.status is AttemptStatus.BUDGET and stopped.expansions == 4
+    assert not server.live
+
+
+class Clock:
+    """A clock the search reads instead of the real one, moved on by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(("late", "status"), [("a1", "failed"), ("b1", "timeout")])
+def test_an_exhausted_frontier_is_failed_even_when_the_time_is_up(monkeypatch, late, status):
+    clock = Clock()
+    monkeypatch.setattr(proof_search, "time", clock)
+
+    class Slow(Scripted):
+        def generate_batch(self, states, k, **options):
+            if late in states:
+                clock.now += 100.0  # the time runs out while the last states are expanded
+            return super().generate_batch(states, k, **options)
+
+    server = Toy(TREE)
+    result = search(server, Target.of(goal="root"), Slow(SCORES), ProverConfig(timeout=10))
+    # a1 is the last state expanded (nothing follows), b1 the one before it
+    assert result.status == status and not server.live
+
+
+def test_every_proof_state_is_released_when_the_server_refuses_a_request_mid_batch():
+    class Refusing(Toy):
+        def run_tactic(self, state, tactic, *, goal=None):
+            if tactic == "boom":
+                raise LeanRequestError("unknown proof state")
+            return super().run_tactic(state, tactic, goal=goal)
+
+    edges = {
+        ("root", "a"): "a",
+        ("root", "b"): "b",
+        ("a", "a1"): "a1",
+        ("a", "a2"): "a2",
+        ("b", "b1"): "b1",
+    }
+    table = {
+        "root": [("a", -0.1), ("b", -0.2)],
+        "a": [("a1", -0.1), ("a2", -0.2), ("boom", -0.3)],
+        "b": [("b1", -0.1)],
+    }
+    server = Refusing(edges)
+    config = ProverConfig(batch_size=2)
+    result = search(server, Target.of(goal="root"), Scripted(table), config)
+    # a's children a1 and a2 were made before the refusal, b waited its turn in the batch
+    assert result.status is AttemptStatus.ERROR and "unknown proof state" in result.error
     assert not server.live
 
 

@@ -1,7 +1,8 @@
 """Proof search over proof states: each expansion asks the generator for k ranked tactics, runs
 them with ``LeanServer.run_tactic`` and adds each new state as a child, in the order of a
 strategy (best-first on the path's log-probability, optionally guided by predicted steps
-remaining, or depth-first), within the time, expansion and depth budgets of ``ProverConfig``."""
+remaining, or depth-first), within the time, expansion and depth budgets of ``ProverConfig``.
+Every proof state the search obtains is released, however it ends."""
 
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ def search(
     0. A proof found is replayed from a fresh start (``config.recheck``) and, on a Lean server
     and where the theorem's source is known, checked as a whole (``config.lean_check``) before
     it is reported: ``proved`` on a server that checks with Lean, ``replayed`` otherwise.
+
+    The status is ``failed`` when every open state was expanded, ``budget`` or ``timeout``
+    only when that budget stopped a search that still had open states.
     """
     config = config or ProverConfig()
     if config.progress_weight > 0 and progress is None:
@@ -84,32 +88,37 @@ class _Search:
         self.feedback = accepts_feedback(generator)
         self.nodes: dict[str, Node] = {}
         self.expansions = 0
+        self.deadline = math.inf
         self.lean_seconds = 0.0
         self.model_seconds = 0.0
-        self.unused: list[ProofState] = []  # states to release
+        # the ledger: every proof state obtained and not released, and those to release next
+        self.live: dict[tuple[int, int, int], ProofState] = {}
+        self.retired: list[ProofState] = []
         self.server_failed = False
 
     # -- the loop ----------------------------------------------------------------------------
 
     def run(self) -> SearchResult:
         started = time.perf_counter()
-        deadline = started + self.config.timeout
+        self.deadline = started + self.config.timeout
         try:
             try:
-                root_state = self._lean(self.target.start, self.server)
+                try:
+                    root_state = self._obtained(self._lean(self.target.start, self.server))
+                except LeanError as exc:
+                    raise _Stop(AttemptStatus.ERROR, f"cannot start the proof: {exc}") from None
+                root = Node(root_state, root_state.pretty, None, None, 0.0, 0, 0.0, 0.0)
+                self.nodes[root.key] = root
+                self.frontier.push(root)
+                self._loop()
+            except _Stop as stop:
+                outcome = stop
             except LeanError as exc:
-                raise _Stop(AttemptStatus.ERROR, f"cannot start the proof: {exc}") from None
-            root = Node(root_state, root_state.pretty, None, None, 0.0, 0, 0.0, 0.0)
-            self.nodes[root.key] = root
-            self.frontier.push(root)
-            self._loop(deadline)
-        except _Stop as stop:
-            outcome = stop
-        except LeanError as exc:
-            outcome = _Stop(AttemptStatus.ERROR, f"the Lean server failed: {exc}")
-        if outcome.status is AttemptStatus.PROVED:
-            outcome = self._confirm(outcome.proof)
-        self._release_all()
+                outcome = _Stop(AttemptStatus.ERROR, f"the Lean server failed: {exc}")
+            if outcome.status is AttemptStatus.PROVED:
+                outcome = self._confirm(outcome.proof)
+        finally:
+            self._release_all()
         return SearchResult(
             target=self.target.label,
             status=outcome.status,
@@ -122,10 +131,12 @@ class _Search:
             model_seconds=self.model_seconds,
         )
 
-    def _loop(self, deadline: float) -> None:
+    def _loop(self) -> None:
         config = self.config
         while True:
-            if time.perf_counter() >= deadline:
+            if len(self.frontier) == 0:
+                raise _Stop(AttemptStatus.FAILED, "the search space is exhausted")
+            if time.perf_counter() >= self.deadline:
                 raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
             room = config.batch_size
             if config.max_expansions is not None:
@@ -138,22 +149,12 @@ class _Search:
             batch = self.frontier.pop_many(room)
             if not batch:
                 raise _Stop(AttemptStatus.FAILED, "the search space is exhausted")
-            try:
-                suggestions = self._generate(batch)
-            except _Stop:
-                self.unused.extend(n.state for n in batch)
-                raise
-            for index, (node, candidates) in enumerate(zip(batch, suggestions, strict=True)):
+            suggestions = self._generate(batch)
+            for node, candidates in zip(batch, suggestions, strict=True):
                 self.expansions += 1
                 node.expansions += 1
-                try:
-                    self._expand(node, candidates, deadline)
-                except _Stop:
-                    self.unused.extend(n.state for n in batch[index:])
-                    raise
-            if self.unused:
-                self._lean(self.server.release, *self.unused)
-                self.unused.clear()
+                self._expand(node, candidates)
+            self._release_retired()
             if config.debug:
                 self._check_invariants()
 
@@ -180,7 +181,7 @@ class _Search:
             )
         return suggestions
 
-    def _expand(self, node: Node, candidates: Sequence, deadline: float) -> None:
+    def _expand(self, node: Node, candidates: Sequence) -> None:
         config = self.config
         children: list[Node] = []
         # children at the depth limit are not kept: a proof may still end there, but none goes
@@ -188,36 +189,33 @@ class _Search:
         at_limit = config.max_depth is not None and node.depth + 1 >= config.max_depth
         if node.tried is None:
             node.tried, node.failures = set(), []
-        try:
-            for candidate in _checked(candidates):
-                tactic, score = candidate
-                key = collapse_whitespace(tactic)
-                if key in node.tried:
-                    continue
-                node.tried.add(key)
-                if time.perf_counter() >= deadline:
+        for tactic, score in _checked(candidates):
+            key = collapse_whitespace(tactic)
+            if key in node.tried:
+                continue
+            node.tried.add(key)
+            if time.perf_counter() >= self.deadline:
+                raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+            result = self._lean(self.server.run_tactic, node.state, tactic)
+            if isinstance(result, TacticFailed):
+                node.failures.append(Failure(tactic, result.error))
+            elif isinstance(result, ProofFinished):
+                if time.perf_counter() > self.deadline:  # found too late: not within the budget
                     raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
-                result = self._lean(self.server.run_tactic, node.state, tactic)
-                if isinstance(result, TacticFailed):
-                    node.failures.append(Failure(tactic, result.error))
-                elif isinstance(result, ProofFinished):
-                    if time.perf_counter() > deadline:  # found too late: not within the budget
-                        raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
-                    raise _Stop(AttemptStatus.PROVED, proof=[*node.path(), tactic])
-                elif at_limit or result.pretty in self.nodes:
-                    self.unused.append(result)  # too deep, or a state already in the tree
-                else:
-                    logprob = node.logprob + score
-                    child = Node(
-                        result, result.pretty, node, tactic, score, node.depth + 1, logprob, logprob
-                    )
-                    self.nodes[child.key] = child
-                    children.append(child)
-            if self.progress is not None and children:
-                self._guide(node, children)
-        except _Stop:
-            self.unused.extend(c.state for c in children)  # states no one will expand
-            raise
+                raise _Stop(AttemptStatus.PROVED, proof=[*node.path(), tactic])
+            elif at_limit or result.pretty in self.nodes:
+                # too deep, or a state already in the tree
+                self._retire(self._obtained(result))
+            else:
+                self._obtained(result)
+                logprob = node.logprob + score
+                child = Node(
+                    result, result.pretty, node, tactic, score, node.depth + 1, logprob, logprob
+                )
+                self.nodes[child.key] = child
+                children.append(child)
+        if self.progress is not None and children:
+            self._guide(node, children)
         if config.debug:
             log.info(
                 "expansion %d (depth %d, priority %.3f): %d new states, %d tactics failed",
@@ -238,7 +236,7 @@ class _Search:
         ):
             self.frontier.push(node)  # asked again, with Lean's errors
         else:
-            self.unused.append(node.state)
+            self._retire(node.state)
 
     def _guide(self, parent: Node, children: list[Node]) -> None:
         """LeanProgress: priority = log-probability − weight × predicted steps remaining."""
@@ -260,17 +258,19 @@ class _Search:
 
     def _confirm(self, proof: list[str]) -> _Stop:
         """Replay the proof from a fresh start and check it whole with Lean where possible."""
-        server = self.server
         if self.config.recheck:
-            problem = self._replay(proof)
+            try:
+                problem = self._replay(proof)
+            except LeanError as exc:
+                return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the re-check: {exc}")
             if problem is not None:
                 return _Stop(AttemptStatus.ERROR, f"the proof found does not replay: {problem}")
-        if not server.checks_with_lean:
+        if not self.server.checks_with_lean:
             return _Stop(AttemptStatus.REPLAYED, proof=proof)
         code = self.target.tactics_code(proof) if self.target.goal is None else None
         if self.config.lean_check and code is not None:
             try:
-                checked = self._lean(server.check, code)
+                checked = self._lean(self.server.check, code)
             except LeanError as exc:
                 return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the check: {exc}")
             if not checked.accepted:
@@ -282,35 +282,53 @@ class _Search:
         return _Stop(AttemptStatus.PROVED, proof=proof)
 
     def _replay(self, proof: list[str]) -> str | None:
-        """None when ``proof`` finishes from a fresh start of the target, else the problem."""
+        """None when ``proof`` finishes from a fresh start of the target, else the problem (a
+        failure of the server is raised)."""
+        state = self._obtained(self._lean(self.target.start, self.server))
         try:
-            state = self._lean(self.target.start, self.server)
-            try:
-                for index, tactic in enumerate(proof, 1):
-                    result = self._lean(self.server.run_tactic, state, tactic)
-                    if isinstance(result, TacticFailed):
-                        return f"step {index} ({tactic!r}) failed: {result.error}"
-                    if isinstance(result, ProofFinished) != (index == len(proof)):
-                        return f"step {index} ({tactic!r}) did not end where the search did"
-                    if isinstance(result, ProofState):
-                        self._lean(self.server.release, state)
-                        state = result
-            finally:
-                if not self.server_failed:
-                    self._lean(self.server.release, state)
-        except LeanError as exc:
-            return f"the Lean server failed: {exc}"
-        return None
+            for index, tactic in enumerate(proof, 1):
+                result = self._lean(self.server.run_tactic, state, tactic)
+                if isinstance(result, ProofState):
+                    self._retire(state)
+                    state = self._obtained(result)
+                if isinstance(result, TacticFailed):
+                    return f"step {index} ({tactic!r}) failed: {result.error}"
+                if isinstance(result, ProofFinished) != (index == len(proof)):
+                    return f"step {index} ({tactic!r}) did not end where the search did"
+            return None
+        finally:
+            self._retire(state)
+
+    # -- the ledger of proof states ----------------------------------------------------------
+
+    def _obtained(self, state: ProofState) -> ProofState:
+        """``state``, entered in the ledger of states to release."""
+        self.live[_handle(state)] = state
+        return state
+
+    def _is_live(self, state: ProofState) -> bool:
+        return _handle(state) in self.live
+
+    def _retire(self, state: ProofState) -> None:
+        """No longer needs ``state``: it is released with the next release (once)."""
+        if self.live.pop(_handle(state), None) is not None:
+            self.retired.append(state)
+
+    def _release_retired(self) -> None:
+        if self.retired:
+            states, self.retired = self.retired, []
+            self._lean(self.server.release, *states)
 
     def _release_all(self) -> None:
-        if self.server_failed:  # nothing to tell a server that failed
+        """Release every state still in the ledger (none on a server whose process is gone)."""
+        states = [*self.retired, *self.live.values()]
+        self.retired, self.live = [], {}
+        if self.server_failed or not states:  # nothing to tell a server that failed
             return
-        states = self.unused + [node.state for node in self.frontier.drain()]
-        if states:
-            try:
-                self._lean(self.server.release, *states)
-            except LeanError as exc:
-                log.warning("could not release %d proof states: %s", len(states), exc)
+        try:
+            self._lean(self.server.release, *states)
+        except LeanError as exc:
+            log.warning("could not release %d proof states: %s", len(states), exc)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -325,15 +343,26 @@ class _Search:
             self.lean_seconds += time.perf_counter() - started
 
     def _check_invariants(self) -> None:
+        """The tree's invariants, and the ledger's: between batches, the open nodes' states are
+        exactly the live ones."""
         for key, node in self.nodes.items():
             assert node.key == key == node.state.pretty, key
-            if node.parent is None:
+            parent = node.parent
+            if parent is None:
                 assert node.depth == 0 and node.logprob == 0.0
                 continue
-            assert self.nodes.get(node.parent.key) is node.parent, "parent outside the tree"
-            assert node.depth == node.parent.depth + 1
-            assert math.isclose(node.logprob, node.parent.logprob + node.score, abs_tol=1e-9)
-            assert collapse_whitespace(node.tactic or "") in node.parent.tried
+            assert self.nodes.get(parent.key) is parent, "parent outside the tree"
+            assert node.depth == parent.depth + 1
+            assert math.isclose(node.logprob, parent.logprob + node.score, abs_tol=1e-9)
+            assert collapse_whitespace(node.tactic or "") in parent.tried
+        assert not self.retired and len(self.live) == len(self.frontier)
+        states = {_handle(node.state) for node in self.nodes.values()}
+        assert set(self.live) <= states, "a live state outside the tree"
+
+
+def _handle(state: ProofState) -> tuple[int, int, int]:
+    """What tells one proof state of a server from another."""
+    return (state.owner, state.generation, state.id)
 
 
 def _checked(candidates: Sequence) -> list[tuple[str, float]]:
