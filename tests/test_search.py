@@ -15,7 +15,16 @@ from leanloop.data.records import AttemptStatus
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.lean.errors import LeanRequestError, ServerCrashed
-from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
+from leanloop.lean.server import (
+    CheckResult,
+    LeanMessage,
+    LeanServer,
+    ProofFinished,
+    ProofState,
+    TacticFailed,
+    TheoremSource,
+)
+from leanloop.lean.verdict import Verdict
 from leanloop.ml.protocols import GeneratedTactic
 from leanloop.prover import proof_search
 from leanloop.prover.config import ProverConfig
@@ -520,6 +529,129 @@ def test_every_proof_state_is_released_when_the_server_refuses_a_request_mid_bat
     # a's children a1 and a2 were made before the refusal, b waited its turn in the batch
     assert result.status is AttemptStatus.ERROR and "unknown proof state" in result.error
     assert not server.live
+
+
+class Fickle(Toy):
+    """A toy whose ``later`` edges lead elsewhere from their second use on (a proof found does
+    not replay as it was found)."""
+
+    def __init__(self, edges, later) -> None:
+        super().__init__(edges)
+        self.later = later
+        self.used: set[tuple[str, str]] = set()
+
+    def run_tactic(self, state, tactic, *, goal=None):
+        edge = (state.goals[0], tactic)
+        if edge in self.later and edge in self.used:
+            saved, self.edges = self.edges, {**self.edges, edge: self.later[edge]}
+            try:
+                return super().run_tactic(state, tactic, goal=goal)
+            finally:
+                self.edges = saved
+        self.used.add(edge)
+        return super().run_tactic(state, tactic, goal=goal)
+
+
+class Listening(Scripted):
+    """A scripted generator that takes feedback, and records it."""
+
+    accepts_feedback = True
+
+    def __init__(self, table) -> None:
+        super().__init__(table)
+        self.feedback: dict[str, list] = {}
+
+    def generate_batch(self, states, k, *, feedback, **options):
+        for state, failures in zip(states, feedback, strict=True):
+            self.feedback.setdefault(state, []).append(list(failures))
+        return super().generate_batch(states, k, **options)
+
+
+def test_a_proof_that_does_not_replay_is_a_failed_tactic_and_the_search_goes_on():
+    # a -f-> done when searched, but a -f-> a2 (a state, not the end) when replayed
+    edges = {("root", "a"): "a", ("a", "f"): "done", ("root", "b"): "b", ("b", "g"): "done"}
+    table = {"root": [("a", -0.1), ("b", -0.2)], "a": [("f", -0.1)], "b": [("g", -0.1)]}
+    server, generator = Fickle(edges, {("a", "f"): "a2"}), Listening(table)
+    config = ProverConfig(feedback_retries=1, debug=True)
+    result = search(server, Target.of(goal="root"), generator, config)
+    assert result.status is AttemptStatus.REPLAYED and result.proof == ("b", "g")
+    assert result.error is None and not server.live
+    # the rejected proof's last tactic was given back on a's retry, with why
+    first, retry = generator.feedback["a"]
+    assert first == [] and [f.tactic for f in retry] == ["f"]
+    assert "does not replay: step 2 ('f') did not end where the search did" in retry[0].error
+
+    alone = {("root", "a"): "a", ("a", "f"): "done"}
+    server = Fickle(alone, {("a", "f"): "a2"})
+    result = search(server, Target.of(goal="root"), Scripted(table), ProverConfig())
+    assert result.status is AttemptStatus.FAILED and result.proof is None
+    assert result.error.startswith("the search space is exhausted")
+    assert "a; f" in result.error and "did not end where the search did" in result.error
+    assert not server.live
+
+
+def test_a_proof_whose_replay_ends_early_is_not_accepted_and_the_search_goes_on():
+    # root -a-> a -f-> done when searched; replayed, root -a-> done already
+    edges = {("root", "a"): "a", ("a", "f"): "done", ("root", "b"): "b", ("b", "g"): "done"}
+    table = {"root": [("a", -0.1), ("b", -0.2)], "a": [("f", -0.1)], "b": [("g", -0.1)]}
+    server = Fickle(edges, {("root", "a"): "done"})
+    result = search(server, Target.of(goal="root"), Scripted(table), ProverConfig(debug=True))
+    assert result.status is AttemptStatus.REPLAYED and result.proof == ("b", "g")
+    assert not server.live
+
+
+class Audited(Toy):
+    """A toy that checks with Lean: the whole proof's verdict is leanloop's own ``CheckResult``,
+    chosen here: a proof using ``cheat`` is accepted only thanks to ``sorry``, one using
+    ``wrong`` is rejected, any other is accepted."""
+
+    checks_with_lean = True
+
+    def __init__(self, edges) -> None:
+        super().__init__(edges)
+        self.checked: list[str] = []
+
+    def start_theorem(self, theorem):
+        return self._state("root")
+
+    def check(self, code):
+        self.checked.append(code)
+        if "cheat" in code:
+            return CheckResult(Verdict.CONTAINS_SORRY, sorry_goals=("⊢ False",))
+        if "wrong" in code:
+            return CheckResult(Verdict.REJECTED, (LeanMessage("error", "type mismatch"),))
+        return CheckResult(Verdict.ACCEPTED)
+
+
+SOURCE = TheoremSource("t", "T.lean", prefix="", signature=": True")
+
+
+def test_proofs_lean_does_not_accept_whole_are_passed_over():
+    edges = {("root", "cheat"): "done", ("root", "wrong"): "done", ("root", "trivial"): "done"}
+    table = {"root": [("cheat", -0.1), ("wrong", -0.2), ("trivial", -0.3)]}
+    server = Audited(edges)
+    result = search(server, Target.of(theorem=SOURCE), Scripted(table), ProverConfig())
+    assert result.status is AttemptStatus.PROVED and result.proof == ("trivial",)
+    assert len(server.checked) == 3 and not server.live
+
+
+def test_a_search_whose_only_proofs_were_refused_ends_refused():
+    edges = {("root", "cheat"): "done", ("root", "wrong"): "done", ("root", "a"): "a"}
+    table = {"root": [("cheat", -0.1), ("wrong", -0.2), ("a", -0.3)]}
+    server = Audited(edges)
+    result = search(server, Target.of(theorem=SOURCE), Scripted(table), ProverConfig())
+    assert result.status is AttemptStatus.REFUSED and result.proof is None
+    assert "sorry" in result.error and "cheat" in result.error
+    assert "the search space is exhausted" in result.error and not server.live
+
+    rejected = search(
+        Audited(edges),
+        Target.of(theorem=SOURCE),
+        Scripted({"root": table["root"][1:]}),
+        ProverConfig(max_expansions=1),
+    )
+    assert rejected.status is AttemptStatus.BUDGET and rejected.proof is None
+    assert "Lean rejected the proof found, checked as a whole: type mismatch" in rejected.error
 
 
 def test_frontiers():

@@ -2,7 +2,9 @@
 them with ``LeanServer.run_tactic`` and adds each new state as a child, in the order of a
 strategy (best-first on the path's log-probability, optionally guided by predicted steps
 remaining, or depth-first), within the time, expansion and depth budgets of ``ProverConfig``.
-Every proof state the search obtains is released, however it ends."""
+A proof found ends the search once it is confirmed (replayed, checked whole by Lean); one that
+is not is a failed tactic, and the search goes on. Every proof state the search obtains is
+released, however it ends."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
 from leanloop.lean.errors import LeanError, ServerError
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
+from leanloop.lean.verdict import Verdict
 from leanloop.ml.protocols import Generator
 from leanloop.prover.config import ProverConfig
 from leanloop.prover.result import SearchResult
@@ -54,7 +57,11 @@ def search(
     strategy ``config.strategy`` names; ``progress`` is used when ``config.progress_weight`` >
     0. A proof found is replayed from a fresh start (``config.recheck``) and, on a Lean server
     and where the theorem's source is known, checked as a whole (``config.lean_check``) before
-    it is reported: ``proved`` on a server that checks with Lean, ``replayed`` otherwise.
+    it is reported: ``proved`` on a server that checks with Lean, ``replayed`` otherwise. A
+    proof that is not accepted is recorded as a failed tactic, with the reason, and the search
+    goes on; if it then ends without a proof, ``error`` also names the last proof found and
+    why it was not accepted, and the status is ``refused`` if a proof was refused (unless a
+    failure ended the search: that stays ``error``).
 
     The status is ``failed`` when every open state was expanded, ``budget`` or ``timeout``
     only when that budget stopped a search that still had open states.
@@ -67,13 +74,18 @@ def search(
 
 
 class _Stop(Exception):
-    """Ends the search loop with an outcome."""
+    """Ends the search loop with an outcome; also the verdict on a proof found (with
+    ``proof`` set then)."""
 
     def __init__(self, status: AttemptStatus, error: str | None = None, proof=None) -> None:
         super().__init__(status.value)
         self.status = status
         self.error = error
         self.proof = proof
+
+
+#: How searches end that no failure stopped: a proof refused on the way overrides them.
+_SEARCH_ENDS = (AttemptStatus.FAILED, AttemptStatus.BUDGET, AttemptStatus.TIMEOUT)
 
 
 class _Search:
@@ -95,6 +107,8 @@ class _Search:
         self.live: dict[tuple[int, int, int], ProofState] = {}
         self.retired: list[ProofState] = []
         self.server_failed = False
+        self.passed_over: _Stop | None = None  # the last proof found and not accepted
+        self.refused: _Stop | None = None  # the last proof found and refused
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -103,22 +117,20 @@ class _Search:
         self.deadline = started + self.config.timeout
         try:
             try:
-                try:
-                    root_state = self._obtained(self._lean(self.target.start, self.server))
-                except LeanError as exc:
-                    raise _Stop(AttemptStatus.ERROR, f"cannot start the proof: {exc}") from None
-                root = Node(root_state, root_state.pretty, None, None, 0.0, 0, 0.0, 0.0)
-                self.nodes[root.key] = root
-                self.frontier.push(root)
-                self._loop()
-            except _Stop as stop:
-                outcome = stop
+                root_state = self._obtained(self._lean(self.target.start, self.server))
             except LeanError as exc:
-                outcome = _Stop(AttemptStatus.ERROR, f"the Lean server failed: {exc}")
-            if outcome.status is AttemptStatus.PROVED:
-                outcome = self._confirm(outcome.proof)
+                raise _Stop(AttemptStatus.ERROR, f"cannot start the proof: {exc}") from None
+            root = Node(root_state, root_state.pretty, None, None, 0.0, 0, 0.0, 0.0)
+            self.nodes[root.key] = root
+            self.frontier.push(root)
+            self._loop()
+        except _Stop as stop:
+            outcome = stop
+        except LeanError as exc:
+            outcome = _Stop(AttemptStatus.ERROR, f"the Lean server failed: {exc}")
         finally:
             self._release_all()
+        outcome = self._final(outcome)
         return SearchResult(
             target=self.target.label,
             status=outcome.status,
@@ -200,9 +212,7 @@ class _Search:
             if isinstance(result, TacticFailed):
                 node.failures.append(Failure(tactic, result.error))
             elif isinstance(result, ProofFinished):
-                if time.perf_counter() > self.deadline:  # found too late: not within the budget
-                    raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
-                raise _Stop(AttemptStatus.PROVED, proof=[*node.path(), tactic])
+                self._finished(node, tactic)
             elif at_limit or result.pretty in self.nodes:
                 # too deep, or a state already in the tree
                 self._retire(self._obtained(result))
@@ -254,17 +264,37 @@ class _Search:
         for child, steps in zip(children, remaining, strict=True):
             child.priority = child.logprob - self.config.progress_weight * float(steps)
 
-    # -- after the search --------------------------------------------------------------------
+    def _finished(self, node: Node, tactic: str) -> None:
+        """``tactic`` finished the proof from ``node``: the search ends if the proof is
+        confirmed (or the server fails), else the tactic counts as failed, with the reason."""
+        if time.perf_counter() > self.deadline:  # found too late: not within the budget
+            raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {self.config.timeout:g} s")
+        started = time.perf_counter()
+        verdict = self._confirm([*node.path(), tactic])
+        self.deadline += time.perf_counter() - started  # confirming comes on top of the budget
+        if verdict.status.found_proof or verdict.status is AttemptStatus.ERROR:
+            raise verdict
+        node.failures.append(Failure(tactic, verdict.error or verdict.status.value))
+        self.passed_over = verdict
+        if verdict.status is AttemptStatus.REFUSED:
+            self.refused = verdict
+
+    # -- confirming a proof found ------------------------------------------------------------
 
     def _confirm(self, proof: list[str]) -> _Stop:
-        """Replay the proof from a fresh start and check it whole with Lean where possible."""
+        """The verdict on a proof found: ``proved`` (``replayed`` on a server that does not
+        check with Lean) when accepted; ``error`` when the server failed, which ends the search;
+        else why it is not accepted (``failed``: it does not replay, or Lean rejected it checked
+        as a whole; ``refused``), and the search goes on."""
         if self.config.recheck:
             try:
                 problem = self._replay(proof)
             except LeanError as exc:
                 return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the re-check: {exc}")
             if problem is not None:
-                return _Stop(AttemptStatus.ERROR, f"the proof found does not replay: {problem}")
+                return _Stop(
+                    AttemptStatus.FAILED, f"the proof found does not replay: {problem}", proof
+                )
         if not self.server.checks_with_lean:
             return _Stop(AttemptStatus.REPLAYED, proof=proof)
         code = self.target.tactics_code(proof) if self.target.goal is None else None
@@ -273,11 +303,18 @@ class _Search:
                 checked = self._lean(self.server.check, code)
             except LeanError as exc:
                 return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the check: {exc}")
+            if checked.verdict is Verdict.CONTAINS_SORRY:
+                return _Stop(
+                    AttemptStatus.REFUSED,
+                    "Lean accepted the proof found, checked as a whole, only thanks to sorry",
+                    proof,
+                )
             if not checked.accepted:
                 first = checked.errors[0].text if checked.errors else checked.verdict.value
                 return _Stop(
-                    AttemptStatus.ERROR,
+                    AttemptStatus.FAILED,
                     f"Lean rejected the proof found, checked as a whole: {first}",
+                    proof,
                 )
         return _Stop(AttemptStatus.PROVED, proof=proof)
 
@@ -298,6 +335,23 @@ class _Search:
             return None
         finally:
             self._retire(state)
+
+    def _final(self, stop: _Stop) -> _Stop:
+        """How the search ended, with the last proof found and not accepted, if any."""
+        if stop.status.found_proof or self.passed_over is None:
+            return stop
+        if self.refused is not None and stop.status in _SEARCH_ENDS:
+            refused = self.refused
+            return _Stop(
+                AttemptStatus.REFUSED,
+                f"{refused.error} (the proof: {_shown(refused.proof)}); then {stop.error}",
+            )
+        last = self.passed_over
+        return _Stop(
+            stop.status,
+            f"{stop.error}; the last proof found ({_shown(last.proof)}) was not accepted: "
+            f"{last.error}",
+        )
 
     # -- the ledger of proof states ----------------------------------------------------------
 
@@ -363,6 +417,11 @@ class _Search:
 def _handle(state: ProofState) -> tuple[int, int, int]:
     """What tells one proof state of a server from another."""
     return (state.owner, state.generation, state.id)
+
+
+def _shown(proof: Sequence[str]) -> str:
+    """A proof on one line, its tactics separated by semicolons."""
+    return excerpt("; ".join(collapse_whitespace(t) for t in proof))
 
 
 def _checked(candidates: Sequence) -> list[tuple[str, float]]:
