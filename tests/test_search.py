@@ -467,6 +467,90 @@ def test_every_proof_state_is_released_however_the_search_ends():
     assert not server.live
 
 
+def test_a_state_reached_again_by_a_shorter_path_after_its_expansion_is_expanded_again():
+    # c is first reached and expanded at depth 3 (its child d cut at the limit of 4), then
+    # reached at depth 2 through the worse-scored x: expanded again, d is kept and finishes
+    edges = {
+        ("root", "a"): "a",
+        ("a", "b"): "b",
+        ("b", "c"): "c",
+        ("root", "x"): "x",
+        ("x", "c"): "c",
+        ("c", "d"): "d",
+        ("d", "done"): "done",
+    }
+    table = {
+        "root": [("a", -0.1), ("x", -3.0)],
+        "a": [("b", -0.1)],
+        "b": [("c", -0.1)],
+        "x": [("c", -0.1)],
+        "c": [("d", -0.1)],
+        "d": [("done", -0.1)],
+    }
+    result, generator, server = toy_search(edges, table, max_depth=4, debug=True)
+    assert result.status is AttemptStatus.REPLAYED and result.proof == ("x", "c", "d", "done")
+    assert generator.asked == ["root", "a", "b", "c", "x", "c", "d"]
+    assert result.tree_size == 6 and not server.live
+
+
+def test_a_state_reached_again_by_a_shorter_path_while_in_the_frontier_takes_that_path():
+    # c waits in the frontier at depth 3 (priority -0.3) when x reaches it at depth 2
+    # (priority -0.26): it is expanded there, before y (-0.28), and its child d is kept
+    edges = {
+        ("root", "a"): "a",
+        ("a", "b"): "b",
+        ("b", "c"): "c",
+        ("root", "x"): "x",
+        ("x", "c"): "c",
+        ("root", "y"): "y",
+        ("c", "d"): "d",
+        ("d", "done"): "done",
+    }
+    table = {
+        "root": [("a", -0.1), ("x", -0.25), ("y", -0.28)],
+        "a": [("b", -0.1)],
+        "b": [("c", -0.1)],
+        "x": [("c", -0.01)],
+        "c": [("d", -0.01)],
+        "d": [("done", -0.1)],
+    }
+    for batch_size in (1, 2):
+        result, generator, server = toy_search(
+            edges, table, max_depth=4, batch_size=batch_size, debug=True
+        )
+        assert result.status is AttemptStatus.REPLAYED, batch_size
+        assert result.proof == ("x", "c", "d", "done") and not server.live
+        if batch_size == 1:
+            assert generator.asked == ["root", "a", "b", "x", "c", "d"]
+
+
+def test_a_state_popped_with_the_batch_that_reaches_it_by_a_shorter_path_takes_that_path():
+    # x and c (depth 3) are expanded together; x, first, reaches c at depth 2 before c's turn
+    edges = {
+        ("root", "a"): "a",
+        ("root", "y"): "y",
+        ("root", "z"): "z",
+        ("a", "b"): "b",
+        ("b", "c"): "c",
+        ("root", "x"): "x",
+        ("x", "c"): "c",
+        ("c", "d"): "d",
+        ("d", "done"): "done",
+    }
+    table = {
+        "root": [("a", -0.1), ("y", -0.15), ("z", -0.22), ("x", -0.25)],
+        "a": [("b", -0.1)],
+        "b": [("c", -0.1)],
+        "x": [("c", -0.01)],
+        "c": [("d", -0.01)],
+        "d": [("done", -0.1)],
+    }
+    result, generator, server = toy_search(edges, table, max_depth=4, batch_size=2, debug=True)
+    # batches: [root], [a, y], [b, z], [x, c]: c is expanded once, after x, at depth 2
+    assert result.status is AttemptStatus.REPLAYED and result.proof == ("x", "c", "d", "done")
+    assert generator.asked.count("c") == 1 and not server.live
+
+
 def test_an_exhausted_frontier_is_failed_even_when_the_budget_is_used_up():
     # the toy tree takes exactly 5 expansions to exhaust
     exhausted, _, server = toy_search(TREE, SCORES, max_expansions=5)
@@ -662,6 +746,11 @@ def test_frontiers():
     best.push_children([node("x", -1), node("y", -3)])
     best.push(node("z", -1))
     assert [n.key for n in best.drain()] == ["x", "z", "y"] and len(best) == 0
+    x, y = node("x", -1), node("y", -3)
+    best.push_children([x, y])
+    y.priority = 0.0
+    best.update(y)  # reached by a shorter path
+    assert len(best) == 2 and [n.key for n in best.drain()] == ["y", "x"] and not best.pop()
     depth = DepthFirst()
     depth.push_children([node("x", -1), node("y", -3)])
     depth.push_children([node("x1", -2), node("x2", -4)])

@@ -1,10 +1,10 @@
 """Proof search over proof states: each expansion asks the generator for k ranked tactics, runs
-them with ``LeanServer.run_tactic`` and adds each new state as a child, in the order of a
-strategy (best-first on the path's log-probability, optionally guided by predicted steps
-remaining, or depth-first), within the time, expansion and depth budgets of ``ProverConfig``.
-A proof found ends the search once it is confirmed (replayed, checked whole by Lean); one that
-is not is a failed tactic, and the search goes on. Every proof state the search obtains is
-released, however it ends."""
+them with ``LeanServer.run_tactic`` and adds each new state as a child (a state reached again by
+a shorter path takes that path and is expanded again), in the order of a strategy (best-first on
+the path's log-probability, optionally guided by predicted steps remaining, or depth-first),
+within the time, expansion and depth budgets of ``ProverConfig``. A proof found ends the search
+once it is confirmed (replayed, checked whole by Lean); one that is not is a failed tactic, and
+the search goes on. Every proof state the search obtains is released, however it ends."""
 
 from __future__ import annotations
 
@@ -107,6 +107,7 @@ class _Search:
         self.live: dict[tuple[int, int, int], ProofState] = {}
         self.retired: list[ProofState] = []
         self.server_failed = False
+        self.waiting: set[Node] = set()  # nodes of the current batch not expanded yet
         self.passed_over: _Stop | None = None  # the last proof found and not accepted
         self.refused: _Stop | None = None  # the last proof found and refused
 
@@ -161,8 +162,10 @@ class _Search:
             batch = self.frontier.pop_many(room)
             if not batch:
                 raise _Stop(AttemptStatus.FAILED, "the search space is exhausted")
+            self.waiting = set(batch)
             suggestions = self._generate(batch)
             for node, candidates in zip(batch, suggestions, strict=True):
+                self.waiting.discard(node)
                 self.expansions += 1
                 node.expansions += 1
                 self._expand(node, candidates)
@@ -195,7 +198,8 @@ class _Search:
 
     def _expand(self, node: Node, candidates: Sequence) -> None:
         config = self.config
-        children: list[Node] = []
+        children: list[Node] = []  # states new to the tree
+        reopened: list[Node] = []  # expanded states reached again by a shorter path
         # children at the depth limit are not kept: a proof may still end there, but none goes
         # deeper, and a shorter path found later to the same state must not count as a repeat
         at_limit = config.max_depth is not None and node.depth + 1 >= config.max_depth
@@ -213,33 +217,37 @@ class _Search:
                 node.failures.append(Failure(tactic, result.error))
             elif isinstance(result, ProofFinished):
                 self._finished(node, tactic)
-            elif at_limit or result.pretty in self.nodes:
-                # too deep, or a state already in the tree
+            elif at_limit:  # too deep
                 self._retire(self._obtained(result))
             else:
                 self._obtained(result)
-                logprob = node.logprob + score
-                child = Node(
-                    result, result.pretty, node, tactic, score, node.depth + 1, logprob, logprob
-                )
-                self.nodes[child.key] = child
-                children.append(child)
+                existing = self.nodes.get(result.pretty)
+                if existing is None:
+                    children.append(self._add(node, tactic, score, result))
+                elif node.depth + 1 < existing.depth:
+                    if self._reopen(existing, node, tactic, score, result):
+                        reopened.append(existing)
+                else:  # reached already by a path as short
+                    self._retire(result)
         if self.progress is not None and children:
             self._guide(node, children)
+        opened = children + reopened
         if config.debug:
             log.info(
-                "expansion %d (depth %d, priority %.3f): %d new states, %d tactics failed",
+                "expansion %d (depth %d, priority %.3f): %d new states, %d opened again, "
+                "%d tactics failed",
                 self.expansions,
                 node.depth,
                 node.priority,
                 len(children),
+                len(reopened),
                 len(node.failures),
             )
-        if children:
-            children.sort(key=lambda c: -c.priority)
-            self.frontier.push_children(children)
+        if opened:
+            opened.sort(key=lambda c: -c.priority)
+            self.frontier.push_children(opened)
         if (
-            not children
+            not opened
             and node.failures
             and self.feedback
             and node.expansions <= config.feedback_retries
@@ -247,6 +255,33 @@ class _Search:
             self.frontier.push(node)  # asked again, with Lean's errors
         else:
             self._retire(node.state)
+
+    def _add(self, parent: Node, tactic: str, score: float, state: ProofState) -> Node:
+        """A new node for ``state``, reached from ``parent`` by ``tactic``."""
+        logprob = parent.logprob + score
+        child = Node(state, state.pretty, parent, tactic, score, parent.depth + 1, logprob, logprob)
+        self.nodes[child.key] = child
+        return child
+
+    def _reopen(
+        self, node: Node, parent: Node, tactic: str, score: float, state: ProofState
+    ) -> bool:
+        """Move ``node`` onto the shorter path through ``parent`` (reached again as ``state``)
+        and open it again; True when it was expanded already and is to be pushed again, with
+        ``state`` as its state."""
+        logprob = parent.logprob + score
+        node.priority += logprob - node.logprob
+        node.parent, node.tactic, node.score = parent, tactic, score
+        node.depth, node.logprob = parent.depth + 1, logprob
+        node.tried = node.failures = None  # its tactics are run again at the smaller depth
+        node.expansions = 0
+        if self._is_live(node.state):  # still open: in the frontier or in this batch
+            self._retire(state)
+            if node not in self.waiting:
+                self.frontier.update(node)
+            return False
+        node.state = state
+        return True
 
     def _guide(self, parent: Node, children: list[Node]) -> None:
         """LeanProgress: priority = log-probability − weight × predicted steps remaining."""
@@ -397,8 +432,8 @@ class _Search:
             self.lean_seconds += time.perf_counter() - started
 
     def _check_invariants(self) -> None:
-        """The tree's invariants, and the ledger's: between batches, the open nodes' states are
-        exactly the live ones."""
+        """The tree's invariants (see ``Node``), and the ledger's: between batches, the open
+        nodes' states are exactly the live ones."""
         for key, node in self.nodes.items():
             assert node.key == key == node.state.pretty, key
             parent = node.parent
@@ -406,9 +441,12 @@ class _Search:
                 assert node.depth == 0 and node.logprob == 0.0
                 continue
             assert self.nodes.get(parent.key) is parent, "parent outside the tree"
-            assert node.depth == parent.depth + 1
-            assert math.isclose(node.logprob, parent.logprob + node.score, abs_tol=1e-9)
-            assert collapse_whitespace(node.tactic or "") in parent.tried
+            assert node.depth >= parent.depth + 1, key
+            assert len(node.path()) <= node.depth, key
+            if node.depth == parent.depth + 1:  # on the path it was last reached by
+                assert math.isclose(node.logprob, parent.logprob + node.score, abs_tol=1e-9)
+                assert parent.tried is not None
+                assert collapse_whitespace(node.tactic or "") in parent.tried
         assert not self.retired and len(self.live) == len(self.frontier)
         states = {_handle(node.state) for node in self.nodes.values()}
         assert set(self.live) <= states, "a live state outside the tree"

@@ -22,21 +22,30 @@ class Failure(NamedTuple):
 
 @dataclass(slots=True, eq=False)
 class Node:
-    """A proof state in the search tree, reached from ``parent`` by ``tactic`` (the first path
-    that reached it: a state reached again is not added twice)."""
+    """A proof state in the search tree, reached from ``parent`` by ``tactic``.
+
+    A state is in the tree once. Reached again by a strictly shorter path, its node takes that
+    path (``parent``, ``tactic``, ``score``, ``depth``, ``logprob``; ``priority`` moves by as
+    much as ``logprob``) and is open again: expanded again at the smaller depth if it had been
+    expanded already. Its descendants are not updated then, only when they are reached again
+    through it; so ``depth`` is an upper bound of the length of ``path()`` (always at least the
+    parent's depth + 1), and ``logprob`` is the sum of the scores on the path where ``depth`` is
+    exactly the parent's + 1.
+    """
 
     state: ProofState
     key: str  # the state's goals as text: two nodes never share it
     parent: Node | None
     tactic: str | None
     score: float  # the generator's score of ``tactic``
-    depth: int
-    logprob: float  # the sum of the scores on the path from the root
+    depth: int  # the length of the path it was last reached by (see above)
+    logprob: float  # the sum of the scores on that path
     priority: float
-    # made when the node is first expanded (most nodes never are: fewer objects to track)
+    # made when the node is expanded (most nodes never are: fewer objects to track), and made
+    # anew when it is reached by a shorter path
     tried: set[str] | None = None  # tactics run on it, whitespace collapsed
     failures: list[Failure] | None = None
-    expansions: int = 0
+    expansions: int = 0  # since it was last reached by a shorter path
 
     def path(self) -> list[str]:
         """The tactics from the root to this node."""
@@ -67,6 +76,10 @@ class Frontier(ABC):
     @abstractmethod
     def __len__(self) -> int: ...
 
+    def update(self, node: Node) -> None:  # noqa: B027 - keeping the node's place is valid
+        """Take the new priority of a node waiting in the frontier into account (it was reached
+        by a shorter path); by default the node keeps its place."""
+
     def pop_many(self, count: int) -> list[Node]:
         """Up to ``count`` nodes to expand together."""
         nodes = []
@@ -88,19 +101,31 @@ class BestFirst(Frontier):
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Node]] = []
         self._order = itertools.count()
+        self._entry: dict[Node, int] = {}  # each open node's current entry in the heap
 
     def push(self, node: Node) -> None:
-        heapq.heappush(self._heap, (-node.priority, next(self._order), node))
+        order = next(self._order)
+        self._entry[node] = order  # an older entry of the node, if any, no longer counts
+        heapq.heappush(self._heap, (-node.priority, order, node))
 
     def push_children(self, children: Sequence[Node]) -> None:
         for child in children:
             self.push(child)
 
+    def update(self, node: Node) -> None:
+        if node in self._entry:  # pushed again: for ties, it is now the newer node
+            self.push(node)
+
     def pop(self) -> Node | None:
-        return heapq.heappop(self._heap)[2] if self._heap else None
+        while self._heap:
+            _, order, node = heapq.heappop(self._heap)
+            if self._entry.get(node) == order:
+                del self._entry[node]
+                return node
+        return None
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._entry)
 
 
 class DepthFirst(Frontier):
