@@ -341,7 +341,8 @@ class _Search:
             if checked.verdict is Verdict.CONTAINS_SORRY:
                 return _Stop(
                     AttemptStatus.REFUSED,
-                    "Lean accepted the proof found, checked as a whole, only thanks to sorry",
+                    "Lean accepted the proof found, checked as a whole, only with a sorry "
+                    "(in the proof or elsewhere in its file)",
                     proof,
                 )
             if not checked.accepted:
