@@ -53,13 +53,20 @@ class TacticEvaluation(Evaluation):
 
 
 class RetrievalEvaluation(Evaluation):
-    """Premise retrieval: recall among the first 1 and 10 premises, mean reciprocal rank."""
+    """Premise retrieval: recall among the first 1 and 10 premises, mean reciprocal rank, and
+    the candidate pool the premises were ranked among."""
 
     kind: Literal["retrieval"] = "retrieval"
     steps: int
     recall_at_1: float
     recall_at_10: float
     mrr: float
+    pool: str = Field(
+        description="Where the candidates came from: corpus.jsonl (completed with the premises "
+        "of the train split's proofs it lacks: 'corpus.jsonl and train split'), or without one "
+        "the train split's premises ('train split'); test proofs never add candidates."
+    )
+    pool_premises: int = Field(description="Premises in the candidate pool.")
 
     def figures(self) -> dict[str, float]:
         return {
@@ -68,6 +75,15 @@ class RetrievalEvaluation(Evaluation):
             "MRR": self.mrr,
             "steps": self.steps,
         }
+
+    def pool_description(self) -> str:
+        """The candidate pool in words."""
+        from leanloop.retrieval.corpus import describe_pool
+
+        return describe_pool(self.pool, self.pool_premises)
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}; candidates: {self.pool_description()}"
 
 
 class ProgressEvaluation(Evaluation):
@@ -170,6 +186,8 @@ def evaluate_retrieval(
         recall_at_1=metrics.recall_at_1,
         recall_at_10=metrics.recall_at_10,
         mrr=metrics.mrr,
+        pool=metrics.pool,
+        pool_premises=metrics.pool_size,
     )
 
 

@@ -3,6 +3,10 @@
 A premise is accessible from a position in a file when it is defined in that file before the
 position, or in a file that the file imports, directly or transitively.
 
+An evaluation ranks, for every step, the premises of a ``CandidatePool``: the dataset's
+``corpus.jsonl``, or without one the premises that the train split's proofs use; test proofs never
+add candidates.
+
 Where the corpus has no import graph (no ``corpus.jsonl``, or one whose files list no imports,
 as when the corpus is rebuilt from the premises that tactics refer to), every premise defined in
 another file counts as accessible, and the same-file rule still applies. The same fallback is used
@@ -14,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from leanloop.data.records import Pos, Premise, SourceFile, Theorem
@@ -194,3 +199,58 @@ class Corpus:
         if len(self._mask_cache) > 256:
             self._mask_cache.popitem(last=False)
         return mask
+
+
+#: Where the candidates of a ``CandidatePool`` come from.
+CORPUS_JSONL = "corpus.jsonl"
+CORPUS_JSONL_AND_TRAIN = "corpus.jsonl and train split"
+TRAIN_SPLIT = "train split"
+GIVEN_CORPUS = "given corpus"
+
+
+@dataclass(frozen=True)
+class CandidatePool:
+    """The premises an evaluation ranks for every step (``corpus``) and where they come from
+    (``source``, one of the constants above)."""
+
+    corpus: Corpus
+    source: str
+
+    @property
+    def size(self) -> int:
+        return len(self.corpus)
+
+    def describe(self) -> str:
+        """The pool in words."""
+        return describe_pool(self.source, self.size)
+
+    @classmethod
+    def of_dataset(cls, dataset_dir: str | Path, train: Iterable[Theorem]) -> CandidatePool:
+        """``corpus.jsonl`` when it lists any file (with the premises the tactics of ``train``
+        refer to that it lacks), else the premises the tactics of ``train`` refer to."""
+        from leanloop.data.leandojo import LeanDojoDataset
+
+        files = list(LeanDojoDataset(dataset_dir).iter_source_files())
+        corpus = Corpus.from_theorems(train, files)
+        if not files:
+            log.info("%s lists no corpus files: candidates from the train split", dataset_dir)
+            return cls(corpus, TRAIN_SPLIT)
+        listed = {p.full_name for f in files for p in f.premises}
+        return cls(corpus, CORPUS_JSONL if len(corpus) == len(listed) else CORPUS_JSONL_AND_TRAIN)
+
+
+def describe_pool(source: str, size: int) -> str:
+    """A candidate pool in words, from its source and size."""
+    if source == CORPUS_JSONL:
+        return f"the {size} premises of corpus.jsonl"
+    if source == CORPUS_JSONL_AND_TRAIN:
+        return (
+            f"the {size} premises of corpus.jsonl and of the train split's proofs "
+            "(those the corpus lacks)"
+        )
+    if source == TRAIN_SPLIT:
+        return (
+            f"the {size} premises that the train split's proofs use (no corpus.jsonl: a premise "
+            "only val or test proofs use is no candidate and counts as a miss)"
+        )
+    return f"the {size} premises of the {source}"

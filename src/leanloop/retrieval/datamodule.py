@@ -16,7 +16,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from leanloop.data.records import Premise
-from leanloop.retrieval.corpus import Corpus, premise_text
+from leanloop.retrieval.corpus import GIVEN_CORPUS, CandidatePool, Corpus, premise_text
 from leanloop.retrieval.encoder import tokenize
 from leanloop.retrieval.examples import (
     RetrievalStep,
@@ -227,7 +227,11 @@ class StepCollator:
 
 
 class RetrievalDataModule(pl.LightningDataModule):
-    """Train/val/test data of one split scheme of an exported dataset, and its corpus.
+    """Train/val/test data of one split scheme of an exported dataset, and its corpus: ``corpus``
+    if given, else the dataset's candidate pool (``CandidatePool.of_dataset``: corpus.jsonl, or
+    the premises of the train split's proofs), which training draws negatives from and
+    validation ranks. Validation and test steps keep every premise their tactic used (one the
+    corpus lacks counts as a miss); training steps keep those of the corpus.
 
     With ``naming_examples`` the training theorems also give naming examples (see
     ``naming_steps``); with ``num_hard_negatives`` > 0 each training example gets that many of
@@ -256,6 +260,7 @@ class RetrievalDataModule(pl.LightningDataModule):
         self.data_path = Path(data_path)
         self.tokenizer = tokenizer
         self.corpus = corpus
+        self.pool: CandidatePool | None = None
         self.scheme = scheme
         self.num_negatives = num_negatives
         self.num_in_file_negatives = num_in_file_negatives
@@ -277,10 +282,12 @@ class RetrievalDataModule(pl.LightningDataModule):
             return
         self.theorems = load_all_splits(self.data_path, self.scheme)
         if self.corpus is None:
-            every = [t for theorems in self.theorems.values() for t in theorems]
-            self.corpus = Corpus.from_dataset(self.data_path, every)
+            self.pool = CandidatePool.of_dataset(self.data_path, self.theorems.get("train", []))
+            self.corpus = self.pool.corpus
+        else:
+            self.pool = CandidatePool(self.corpus, GIVEN_CORPUS)
         self.steps = {
-            split: retrieval_steps(theorems, self.corpus)
+            split: retrieval_steps(theorems, self.corpus if split == "train" else None)
             for split, theorems in self.theorems.items()
         }
         if self.naming_examples:

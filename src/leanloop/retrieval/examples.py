@@ -1,5 +1,5 @@
-"""Retrieval examples from a LeanDojo-format split: one per tactic step that uses a premise of
-the corpus, with the proof state as the query and the premises used as the positives; and naming
+"""Retrieval examples from a LeanDojo-format split: one per tactic step that uses a premise,
+with the proof state as the query and the premises used as the positives; and naming
 examples, a theorem's first proof state with the theorem's own name as the premise to find."""
 
 from __future__ import annotations
@@ -30,16 +30,23 @@ class RetrievalStep:
         return self.commit == commit and repository_identity(self.url) == repository_identity(url)
 
 
-def retrieval_steps(theorems: Iterable[Theorem], corpus: Corpus) -> list[RetrievalStep]:
-    """Every tactic step using at least one premise that is in ``corpus`` (others are skipped,
-    as they cannot be scored)."""
+def retrieval_steps(
+    theorems: Iterable[Theorem], corpus: Corpus | None = None
+) -> list[RetrievalStep]:
+    """Every tactic step using at least one premise, with the premises it used as positives.
+
+    With ``corpus`` (training), only the premises in it: a premise training cannot rank is left
+    out, and so is a step left without one. Without (evaluation), every premise the tactic used:
+    one that the candidates lack counts as a miss."""
     steps: list[RetrievalStep] = []
     for theorem in theorems:
         for index, tactic in enumerate(theorem.traced_tactics):
             if tactic.is_sorry:
                 continue
             positives = tuple(
-                dict.fromkeys(p.full_name for p in tactic.premises if p.full_name in corpus)
+                dict.fromkeys(
+                    p.full_name for p in tactic.premises if corpus is None or p.full_name in corpus
+                )
             )
             if not positives:
                 continue

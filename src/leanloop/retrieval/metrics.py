@@ -5,7 +5,7 @@ none is retrieved), each averaged over the steps. Values are fractions in [0, 1]
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 def recall_at_k(positives: Collection[str], ranked: Sequence[str], k: int) -> float:
@@ -27,12 +27,19 @@ def reciprocal_rank(positives: Collection[str], ranked: Sequence[str]) -> float:
 
 @dataclass(frozen=True)
 class RetrievalMetrics:
-    """R@1, R@10 and MRR averaged over ``steps`` tactic steps."""
+    """R@1, R@10 and MRR averaged over ``steps`` tactic steps; ``pool`` and ``pool_size`` say
+    which premises were ranked, when known (see ``leanloop.retrieval.corpus.CandidatePool``)."""
 
     recall_at_1: float
     recall_at_10: float
     mrr: float
     steps: int
+    pool: str | None = None
+    pool_size: int | None = None
+
+    def among(self, pool: str, pool_size: int) -> RetrievalMetrics:
+        """The same figures, stating the candidate pool they were measured among."""
+        return replace(self, pool=pool, pool_size=pool_size)
 
     def as_dict(self) -> dict[str, float]:
         return {
@@ -43,9 +50,10 @@ class RetrievalMetrics:
         }
 
     def __str__(self) -> str:
+        among = "" if self.pool is None else f", among {self.pool_size} premises ({self.pool})"
         return (
             f"R@1={100 * self.recall_at_1:.2f}% R@10={100 * self.recall_at_10:.2f}% "
-            f"MRR={self.mrr:.4f} ({self.steps} steps)"
+            f"MRR={self.mrr:.4f} ({self.steps} steps{among})"
         )
 
 

@@ -1,6 +1,7 @@
 """How well a premise retriever ranks the premises each tactic of a dataset split used: R@1, R@10
-and MRR over the split's steps (or over each repository's steps), every premise of the dataset's
-corpus indexed once."""
+and MRR over the split's steps (or over each repository's steps), among the dataset's candidate
+pool (its corpus.jsonl, or the premises of its train split's proofs; see ``CandidatePool``),
+indexed once. A premise the pool lacks counts as a miss."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
-from leanloop.retrieval.corpus import Corpus
+from leanloop.retrieval.corpus import CandidatePool
 from leanloop.retrieval.examples import (
     RetrievalStep,
     load_all_splits,
@@ -20,13 +21,15 @@ from leanloop.retrieval.index import Embedder, PremiseIndex, evaluate_index
 from leanloop.retrieval.metrics import RetrievalMetrics
 
 
-def _steps_and_corpus(
+def evaluation_data(
     dataset: str | Path, scheme: str, split: str
-) -> tuple[list[RetrievalStep], Corpus]:
+) -> tuple[list[RetrievalStep], CandidatePool]:
+    """The steps of ``split`` that use a premise (every premise they used as positives) and the
+    candidate pool they are ranked among."""
     split_file(dataset, scheme, split)  # a clear error for a missing split
     theorems = load_all_splits(dataset, scheme)
-    corpus = Corpus.from_dataset(dataset, [t for part in theorems.values() for t in part])
-    return retrieval_steps(theorems[split], corpus), corpus
+    pool = CandidatePool.of_dataset(dataset, theorems["train"])
+    return retrieval_steps(theorems[split]), pool
 
 
 def evaluate_retriever(
@@ -39,15 +42,16 @@ def evaluate_retriever(
     batch_size: int = 32,
 ) -> RetrievalMetrics:
     """R@1, R@10 and MRR of ``retriever`` on ``split`` of the LeanDojo export ``dataset``, each
-    step's premises ranked among the ``k`` best of the corpus accessible from its theorem."""
-    steps, corpus = _steps_and_corpus(dataset, scheme, split)
+    step's premises ranked among the ``k`` best of the candidate pool accessible from its
+    theorem; the result names the pool."""
+    steps, pool = evaluation_data(dataset, scheme, split)
     if not steps:
         raise LeanloopError(
-            f"{dataset}/{scheme}/{split}.json has no tactic step using a corpus premise",
+            f"{dataset}/{scheme}/{split}.json has no tactic step using a premise",
             hint="evaluate on another split or a larger export",
         )
-    index = PremiseIndex.build(retriever, corpus, batch_size=batch_size)
-    return evaluate_index(index, steps, k=k)
+    index = _index(retriever, pool, dataset, batch_size)
+    return evaluate_index(index, steps, k=k).among(pool.source, pool.size)
 
 
 def evaluate_retriever_by_repository(
@@ -60,12 +64,24 @@ def evaluate_retriever_by_repository(
     k: int = 100,
     batch_size: int = 32,
 ) -> list[RetrievalMetrics]:
-    """``evaluate_retriever`` on the steps of each repository's theorems in turn (the corpus
-    indexed once); a repository without a scorable step gets metrics over 0 steps."""
-    steps, corpus = _steps_and_corpus(dataset, scheme, split)
-    index = PremiseIndex.build(retriever, corpus, batch_size=batch_size)
+    """``evaluate_retriever`` on the steps of each repository's theorems in turn (the pool
+    indexed once); a repository without a step using a premise gets metrics over 0 steps."""
+    steps, pool = evaluation_data(dataset, scheme, split)
+    index = _index(retriever, pool, dataset, batch_size)
     results = []
     for repository in repositories:
         own = [s for s in steps if s.belongs_to(repository.url, repository.commit)]
-        results.append(evaluate_index(index, own, k=k) if own else RetrievalMetrics(0, 0, 0, 0))
+        metrics = evaluate_index(index, own, k=k) if own else RetrievalMetrics(0, 0, 0, 0)
+        results.append(metrics.among(pool.source, pool.size))
     return results
+
+
+def _index(
+    retriever: Embedder, pool: CandidatePool, dataset: str | Path, batch_size: int
+) -> PremiseIndex:
+    if pool.size == 0:
+        raise LeanloopError(
+            f"{dataset}: no candidate premise to rank ({pool.describe()})",
+            hint="give a dataset with corpus.jsonl or a train split whose tactics use premises",
+        )
+    return PremiseIndex.build(retriever, pool.corpus, batch_size=batch_size)
