@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from leanloop.agent.pipeline_config import RunConfig
+from leanloop.agent.run_report import RetrieverResults, RunReport
 from leanloop.errors import LeanloopError
 
 
@@ -37,6 +38,11 @@ def test_run_quick_in_a_fresh_directory(tmp_path, sample_dir):
     retriever = report["retriever"]
     assert retriever["test_steps"] > 0
     assert 0 < retriever["bm25"]["R@10"] <= 1 and 0 < retriever["trained"]["R@10"] <= 1
+    # the sample has no corpus.jsonl: the candidates are the train split's premises, the same
+    # pool for BM25, the untrained and the trained retriever, on the same steps
+    assert retriever["pool"] == "train split" and retriever["pool_premises"] > 0
+    for name in ("bm25", "untrained", "trained"):
+        assert retriever[name]["steps"] == retriever["test_steps"]
     generator = report["generator"]
     assert generator["train_steps"] >= 1 and generator["before"]["steps"] == 4
     search = report["search"]
@@ -46,8 +52,40 @@ def test_run_quick_in_a_fresh_directory(tmp_path, sample_dir):
     assert report["lean"]["status"] == "skipped" and "no Lean toolchain" in report["lean"]["reason"]
     markdown = (tmp_path / "build" / "run" / "report.md").read_text()
     assert "not called proved" in markdown and "| retriever R@10" in markdown
+    assert (
+        f"ranked among the {retriever['pool_premises']} premises that the train split's proofs "
+        "use (no corpus.jsonl" in markdown
+    )
     assert (tmp_path / "build" / "run" / "report.png").read_bytes().startswith(b"\x89PNG")
     assert "Traceback" not in result.stderr
+
+
+def test_the_report_states_the_retrievers_candidate_pool():
+    figures = {"R@1": 0.1, "R@10": 0.4, "MRR": 0.2, "steps": 33}
+    retriever = {
+        "test_steps": 33,
+        "bm25": figures,
+        "untrained": figures,
+        "trained": figures,
+        "train_steps": 210,
+        "train_seconds": 1.0,
+        "seconds": 2.0,
+    }
+    pools = {
+        "train split": "the 291 premises that the train split's proofs use (no corpus.jsonl",
+        "corpus.jsonl": "the 291 premises of corpus.jsonl.",
+    }
+    for pool, words in pools.items():
+        report = RunReport(
+            config={},
+            expected_seconds=1,
+            retriever=RetrieverResults(**retriever, pool=pool, pool_premises=291),
+        )
+        assert report.rows()[0][0] == f"retriever R@10 (33 test steps, 291 candidates: {pool})"
+        assert f"each test step's premises are ranked among {words}" in report.markdown()
+    assert "train split" not in report.markdown()  # the last one: corpus.jsonl
+    unknown = RunReport(config={}, expected_seconds=1, retriever=RetrieverResults(**retriever))
+    assert "ranked among" not in unknown.markdown()
 
 
 def test_quick_settings_and_bad_settings(tmp_path):

@@ -25,8 +25,9 @@ MATRIX_PNG = "lifelong.png"
 
 class LifelongMatrix(BaseModel):
     """``recall[i][j]``: R@10 on repository ``j``'s test theorems of the checkpoint trained up to
-    repository ``i`` (``j <= i``; None where repository ``j`` has no test step using a premise of
-    the corpus). With ``T`` repositories and ``R = recall``:
+    repository ``i`` (``j <= i``; None where repository ``j`` has no test step using a premise),
+    premises ranked among the export's candidate pool (``CandidatePool``). With ``T``
+    repositories and ``R = recall``:
 
     - average accuracy ``A = (1/T) Σ_j R[T-1][j]``: the last checkpoint on every repository;
     - backward transfer ``BWT = (1/(T-1)) Σ_{j<T-1} (R[T-1][j] - R[j][j])`` (Lopez-Paz and

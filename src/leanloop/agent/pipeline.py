@@ -181,27 +181,24 @@ def _prepare(
 
 
 def retriever_track(config_data: dict[str, Any], database_url: str, out: str) -> dict[str, Any]:
-    """BM25, the untrained encoder and the trained retriever on the test split (runs in a
-    process of its own, on one core)."""
+    """BM25, the untrained encoder and the trained retriever on the test split, among the same
+    candidate pool (``evaluation_data``: corpus.jsonl, or the train split's premises), in a
+    process of its own, on one core."""
     from leanloop.ml.device import limit_threads
 
     limit_threads(1)
     config = RunConfig.from_dict(config_data)
     from leanloop.retrieval.bm25 import evaluate_bm25
-    from leanloop.retrieval.corpus import Corpus
-    from leanloop.retrieval.examples import load_all_splits, retrieval_steps
     from leanloop.retrieval.model import PremiseRetriever
     from leanloop.trainer.retrieval import RetrievalTrainer
     from leanloop.trainer.retrieval_config import TrainingConfig
-    from leanloop.trainer.retrieval_evaluation import evaluate_retriever
+    from leanloop.trainer.retrieval_evaluation import evaluate_retriever, evaluation_data
 
     quiet_libraries()
     out_dir = Path(out)
     export = out_dir / "export"
-    theorems = load_all_splits(export, "random")
-    corpus = Corpus.from_dataset(export, [t for part in theorems.values() for t in part])
-    test_steps = retrieval_steps(theorems["test"], corpus)
-    bm25 = evaluate_bm25(corpus, test_steps)
+    test_steps, pool = evaluation_data(export, "random", "test")
+    bm25 = evaluate_bm25(pool.corpus, test_steps)
     started = time.perf_counter()
     untrained = evaluate_retriever(
         PremiseRetriever.load(config.retriever_model, max_seq_len=config.retriever_max_seq_len),
@@ -230,6 +227,8 @@ def retriever_track(config_data: dict[str, Any], database_url: str, out: str) ->
     trained = trainer.evaluate(export)
     return {
         "test_steps": len(test_steps),
+        "pool": pool.source,
+        "pool_premises": pool.size,
         "bm25": bm25.as_dict(),
         "untrained": untrained.as_dict(),
         "trained": trained,

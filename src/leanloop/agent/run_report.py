@@ -25,15 +25,31 @@ class DataSummary(BaseModel):
 
 
 class RetrieverResults(BaseModel):
-    """R@1, R@10 and MRR (fractions) on the test steps that use a corpus premise."""
+    """R@1, R@10 and MRR (fractions) on the test steps that use a premise, each ranked among
+    the same candidate pool by BM25, the untrained and the trained retriever."""
 
     test_steps: int
+    pool: str | None = Field(
+        None,
+        description="Where the candidates came from: corpus.jsonl, or without one the premises "
+        "of the train split's proofs ('train split'); None in reports written before it was "
+        "recorded.",
+    )
+    pool_premises: int | None = Field(None, description="Premises in the candidate pool.")
     bm25: dict[str, float]
     untrained: dict[str, float]
     trained: dict[str, float]
     train_steps: int = Field(description="Tactic steps the retriever trained on.")
     train_seconds: float
     seconds: float
+
+    def pool_description(self) -> str | None:
+        """The candidate pool in words (None when not recorded)."""
+        from leanloop.retrieval.corpus import describe_pool
+
+        if self.pool is None or self.pool_premises is None:
+            return None
+        return describe_pool(self.pool, self.pool_premises)
 
 
 class GeneratorResults(BaseModel):
@@ -86,9 +102,10 @@ class RunReport(BaseModel):
             rows.append(("data", f"{self.data.theorems} theorems ({splits})", self.data.dataset))
         if self.retriever is not None:
             r = self.retriever
+            among = "" if r.pool is None else f", {r.pool_premises} candidates: {r.pool}"
             rows.append(
                 (
-                    f"retriever R@10 ({r.test_steps} test steps)",
+                    f"retriever R@10 ({r.test_steps} test steps{among})",
                     f"{100 * r.trained['R@10']:.1f} % trained",
                     f"BM25 {100 * r.bm25['R@10']:.1f} %, untrained "
                     f"{100 * r.untrained['R@10']:.1f} %",
@@ -132,6 +149,7 @@ class RunReport(BaseModel):
             "|---|---|---|",
             *(f"| {a} | {b} | {c} |" for a, b, c in self.rows()),
             "",
+            *self._pool_lines(),
             "Found proofs in the replay environment are recorded proofs found again by the "
             "search over recorded transitions: no Lean checked them, so they are not called "
             "proved.",
@@ -141,6 +159,13 @@ class RunReport(BaseModel):
             "",
         ]
         return "\n".join(lines)
+
+    def _pool_lines(self) -> list[str]:
+        """What the retriever's R@k were measured among, in words."""
+        described = None if self.retriever is None else self.retriever.pool_description()
+        if described is None:
+            return []
+        return [f"Retriever R@k: each test step's premises are ranked among {described}.", ""]
 
     def write(self, out: Path) -> list[Path]:
         """report.json, report.md and report.png in ``out``."""
