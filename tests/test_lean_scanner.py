@@ -274,3 +274,42 @@ def test_a_declaration_after_in_on_the_same_line_and_lets_in_statements():
     assert statements["k"] == "theorem k : have h : 1 = 1 := rfl; True"
     assert statements["m"] == "theorem m : True"
     assert len(found.sorries) == 1
+
+
+@pytest.mark.parametrize(
+    ("after", "kept"),
+    [
+        ("\nproof_wanted later : 1 = 1\n", "proof_wanted"),
+        ('\nnotation3 "∑ " x => x\n', "notation3"),
+        ("\ndeclare_syntax_cat myterm\n", "declare_syntax_cat"),
+        ("\nregister_simp_attr my_simps\n", "register_simp_attr"),
+        ('\nscoped[Demo] notation "ε" => 0\n', "scoped[Demo]"),
+        ("\nwhere\n  helper : True := trivial\n", "where"),
+        ("\ntermination_by 0\n", "termination_by"),
+        ("\ndecreasing_by simp\n", "decreasing_by"),
+        ("\n  end Demo\n", "end Demo"),
+        ("\n/-- doc -/\n@[simp] theorem b : True := trivial\n", "/-- doc -/"),
+        ("\n#check Nat\n", "#check"),
+        ("\nopen Nat\n", "open Nat"),
+        ("\nsome_new_command x\n", "some_new_command"),
+    ],
+)
+def test_a_proof_ends_before_whatever_follows_it(after, kept):
+    source = f"namespace Demo\ntheorem a : True := by\n  open Classical in\n  sorry{after}"
+    declaration = scan(source).by_name["Demo.a"]
+    start, end = declaration.proof_span
+    assert source[start:end] == ":= by\n  open Classical in\n  sorry"
+    assert kept in source[end:]
+    assert declaration.scopes == (("namespace", "Demo"),)
+
+
+def test_scopes_open_around_declarations_and_at_the_end():
+    source = "namespace A.B\nsection s\ntheorem t : True := trivial\nend s\n  end A.B\nsection\n"
+    scanned = scan(source)
+    assert scanned.by_name["A.B.t"].scopes == (("namespace", "A.B"), ("section", "s"))
+    assert scanned.open_scopes == (("section", ""),)  # the indented 'end A.B' closed A.B
+    term = scan("theorem t : 1 = 1 :=\ncalc 1 = 1 := rfl\n  _ = 1 := rfl\n").declarations[0]
+    start, end = term.proof_span
+    assert term.source[start:end] == ":=\ncalc 1 = 1 := rfl\n  _ = 1 := rfl"
+    matching = scan("def f : ℕ → ℕ\n  | _ => sorry\n").declarations[0]
+    assert matching.proof_span is None

@@ -56,7 +56,8 @@ _NUMBER = re.compile(
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _CHAR = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^'\\\n])'")
 _NAME = re.compile(rf"``?{_ATOM}(?:\.{_ATOM})*")
-_WHITESPACE = re.compile(r"[ \t\r\f\v]+")
+# a byte order mark counts as blank (a file may start with one)
+_WHITESPACE = re.compile(r"[ \t\r\f\v\ufeff]+")
 _COMMENT_MARK = re.compile(r"/-|-/")
 _SYMBOLS = (":=", "@[", "=>", "<;>", "..", "::", "<|", "|>", "←", "→", "↔")
 
@@ -165,3 +166,14 @@ def _block_comment_end(source: str, start: int) -> int:
         pos = match.end()
         if depth == 0:
             return pos
+
+
+_PLAIN_ATOM = re.compile(rf"[{_START}][{_REST}]*")
+
+
+def escape_name(full_name: str) -> str:
+    """A full name as Lean source writes it: each dotted part that is not a plain identifier
+    goes between ``«»`` (``Foo.my thm`` -> ``Foo.«my thm»``)."""
+    return ".".join(
+        part if _PLAIN_ATOM.fullmatch(part) else f"«{part}»" for part in full_name.split(".")
+    )

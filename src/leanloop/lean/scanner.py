@@ -53,10 +53,23 @@ OTHER_COMMANDS = frozenset(
         "module",
         "#check", "#eval", "#print", "#reduce", "#exit", "#guard", "#synth", "#lint", "#align",
         "#help", "#find", "#adaptation_note", "#guard_msgs", "#time",
+        "proof_wanted", "notation3", "declare_syntax_cat", "register_simp_attr",
+        "register_option", "register_label_attr", "initialize_simps_projections",
+        "suppress_compilation", "unseal", "seal", "add_aesop_rules", "declare_aesop_rule_sets",
+        "assert_not_imported",
     }
 )  # fmt: skip
+#: Commands that open or close a scope: a command wherever they start a line.
+SCOPE_COMMANDS = frozenset({"namespace", "section", "end"})
 # Words after which a declaration's header (its statement) is over.
 _HEADER_ENDS = frozenset({":=", "where", "termination_by", "decreasing_by", "deriving"})
+#: Clauses of a declaration that follow its body (they end the proof, and belong to the
+#: declaration: a new proof never replaces them).
+BODY_CLAUSES = frozenset({"where", "termination_by", "decreasing_by", "deriving"})
+#: Words that, first on a line at any column, start a command and so end a proof: none is a
+#: tactic or begins a term. (A line starting at or left of the declaration's own column ends the
+#: proof too, whatever its first word: that covers commands this list does not know.)
+BODY_ENDING_WORDS = DECLARATION_KEYWORDS | MODIFIERS | (OTHER_COMMANDS - {"open", "set_option"})
 #: Term-level binders, each bringing a `:=` of its own inside a statement or a type.
 TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
@@ -96,6 +109,15 @@ class Declaration:
     name_end: Location | None = None
     sorries: tuple[Location, ...] = ()
     signature_start: int = 0  # offset after the name (and its universe parameters)
+    #: where ``:=`` stands, when the body is ``:= ...`` (None for ``where`` structures and
+    #: pattern-matching alternatives)
+    assign: Location | None = None
+    #: where the proof (the body after ``:=``) ends: before a ``where`` / ``termination_by`` /
+    #: ``decreasing_by`` / ``deriving`` clause or the next command, trailing comments excluded
+    proof_end: Location | None = None
+    #: the namespaces and sections open around the declaration, outermost first, as
+    #: ``("namespace", "A.B")`` or ``("section", "name")`` (``""`` for an unnamed section)
+    scopes: tuple[tuple[str, str], ...] = ()
 
     @property
     def statement(self) -> str:
@@ -119,6 +141,14 @@ class Declaration:
         return self.source[self.code_start.offset : self.end.offset].rstrip()
 
     @property
+    def proof_span(self) -> tuple[int, int] | None:
+        """Offsets ``(start, end)`` of ``:= <proof>``: what a new proof replaces (None when the
+        body is not ``:= ...``)."""
+        if self.assign is None or self.proof_end is None:
+            return None
+        return self.assign.offset, self.proof_end.offset
+
+    @property
     def is_theorem(self) -> bool:
         return self.kind in THEOREM_KINDS
 
@@ -139,6 +169,8 @@ class SourceScan:
     imports: tuple[str, ...]
     declarations: list[Declaration]
     sorries: tuple[Location, ...]
+    #: the namespaces and sections still open at the end of the file (as ``Declaration.scopes``)
+    open_scopes: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def by_name(self) -> dict[str, Declaration]:
@@ -218,8 +250,10 @@ class _Scanner:
             return False
         if token.text in DECLARATION_KEYWORDS:
             return True
-        if token.text in MODIFIERS:
-            return self._modifies_declaration(index)
+        if token.text in MODIFIERS:  # at column 0 always a command (`scoped[NS] notation`)
+            return token.column == 0 or self._modifies_declaration(index)
+        if token.text in SCOPE_COMMANDS:  # keywords nothing else starts a line with
+            return True
         return token.column == 0 and token.text in OTHER_COMMANDS
 
     def _modifies_declaration(self, index: int) -> bool:
@@ -293,7 +327,16 @@ class _Scanner:
                 i = self._declaration(i)
             else:
                 i = self._command(i)
-        return SourceScan(self.source, tuple(self.imports), self.declarations, self.sorries)
+        return SourceScan(
+            self.source, tuple(self.imports), self.declarations, self.sorries, self._scope_names()
+        )
+
+    def _scope_names(self) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            (scope.kind, ".".join(scope.names))
+            for scope in self.scopes
+            if scope.kind in ("namespace", "section")
+        )
 
     def _command(self, i: int) -> int:
         token = self.tokens[i]
@@ -382,6 +425,7 @@ class _Scanner:
                 full_name = ".".join((*namespace, name))
         end = self._end_location(stop)
         start = _loc(first)
+        assign, proof_end = self._proof(i, stop, first.column)
         self.declarations.append(
             Declaration(
                 kind=kind,
@@ -403,10 +447,54 @@ class _Scanner:
                 context_start=self._pending_in,
                 name_start=_loc(name_token) if name_token else None,
                 name_end=_loc_end(self.source, name_token) if name_token else None,
+                assign=assign,
+                proof_end=proof_end,
+                scopes=self._scope_names(),
             )
         )
         self._pending_in = None
         return stop
+
+    def _proof(self, i: int, stop: int, column: int) -> tuple[Location | None, Location | None]:
+        """Where the declaration's ``:=`` stands and where the proof after it ends (both None
+        when the header does not end with ``:=``). ``column`` is the declaration's own."""
+        assign = self._header_end_index(i, stop)
+        if assign is None or self.tokens[assign].text != ":=":
+            return None, None
+        base = self.depth[assign]
+        end = stop
+        for j in range(assign + 2, stop):  # the proof holds at least the token after ':='
+            token = self.tokens[j]
+            if self.depth[j] != base:
+                continue
+            if token.text in BODY_CLAUSES or (token.line_start and self._ends_proof(j, column)):
+                end = j
+                break
+        if end <= assign + 1:
+            return _loc(self.tokens[assign]), _loc_end(self.source, self.tokens[assign])
+        return _loc(self.tokens[assign]), self._end_location(end)
+
+    def _ends_proof(self, j: int, column: int) -> bool:
+        """Whether line-start token ``j`` begins something after the proof: a line at or left
+        of the declaration's column, a command word, a doc comment or an attribute."""
+        token = self.tokens[j]
+        if token.column <= column:
+            return True
+        if token.kind is Kind.DOC or token.kind is Kind.MODDOC or token.text == "@[":
+            return True
+        if token.kind is not Kind.IDENT:
+            return False
+        if token.text in ("open", "set_option"):  # a tactic when it ends in 'in'
+            return not self._line_has_in(j)
+        return token.text in BODY_ENDING_WORDS
+
+    def _line_has_in(self, j: int) -> bool:
+        for k in range(j + 1, len(self.tokens)):
+            if self.tokens[k].line_start:
+                return False
+            if self.tokens[k].text == "in" and self.depth[k] == self.depth[j]:
+                return True
+        return False
 
     def _name(self, kind: str, i: int) -> tuple[str | None, int, int]:
         """The declared name, the index of its token, and the index after it."""
@@ -444,9 +532,9 @@ class _Scanner:
                 return True
         return False
 
-    def _header_end(self, i: int, stop: int) -> Location:
-        """End of the declaration header: before the first ':=', 'where', ... at bracket depth
-        0, or a '|' that starts a line (a pattern-matching alternative)."""
+    def _header_end_index(self, i: int, stop: int) -> int | None:
+        """Index of the token that ends the declaration header: the first ':=', 'where', ...
+        at bracket depth 0, or a '|' that starts a line (a pattern-matching alternative)."""
         base = self.depth[i] if i < len(self.tokens) else 0
         binding = 0  # `let`/`have` in the statement whose `:=` is still to come
         for j in range(i, stop):
@@ -460,10 +548,17 @@ class _Scanner:
                 binding -= 1
                 continue
             if token.text in _HEADER_ENDS or self._is_alternative(j, stop):
-                if j == 0:
-                    return _loc(token)
-                return _loc_end(self.source, self.tokens[j - 1])
-        return self._end_location(stop)
+                return j
+        return None
+
+    def _header_end(self, i: int, stop: int) -> Location:
+        """End of the declaration header (see ``_header_end_index``)."""
+        j = self._header_end_index(i, stop)
+        if j is None:
+            return self._end_location(stop)
+        if j == 0:
+            return _loc(self.tokens[j])
+        return _loc_end(self.source, self.tokens[j - 1])
 
 
 def _loc(token: Token) -> Location:
