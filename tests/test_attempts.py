@@ -71,3 +71,52 @@ def test_a_newer_database_is_still_refused(sample_dir, tmp_path):
         DynamicDatabase(path).record_attempt(
             attempt(sample_theorems(sample_dir)[0], AttemptStatus.FAILED)
         )
+
+
+def test_axioms_and_environment_are_stored_and_a_version_2_database_gains_them(
+    sample_dir, tmp_path
+):
+    theorem = sample_theorems(sample_dir)[0]
+    proved = attempt(theorem, AttemptStatus.PROVED, proof=("simp",)).model_copy(
+        update={"axioms": ("propext", "Quot.sound"), "environment": "lean"}
+    )
+    path = tmp_path / "v2.db"
+    database = DynamicDatabase(path)
+    database.record_attempt(proved)
+    assert database.get_attempts() == [proved]
+    with sqlite3.connect(path) as raw:  # as leanloop's schema version 2 left it
+        raw.execute("ALTER TABLE proof_attempts DROP COLUMN axioms")
+        raw.execute("ALTER TABLE proof_attempts DROP COLUMN environment")
+        raw.execute("UPDATE leanloop_meta SET value = '2' WHERE key = 'schema_version'")
+    old = DynamicDatabase(path)
+    (read,) = old.get_attempts()  # read as it is: the new fields are unknown
+    assert read.axioms is None and read.environment is None and read.proof == ("simp",)
+    assert old.run_progress("r1").solved == {(theorem.key, theorem.commit)}
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("SELECT value FROM leanloop_meta").fetchone() == ("2",)  # unchanged
+    old.record_attempt(proved.model_copy(update={"run": "r2"}))
+    with sqlite3.connect(path) as raw:
+        version = raw.execute("SELECT value FROM leanloop_meta WHERE key='schema_version'")
+        assert version.fetchone() == (str(SCHEMA_VERSION),)
+    again = DynamicDatabase(path)
+    assert [a.axioms for a in again.get_attempts()] == [None, ("propext", "Quot.sound")]
+    assert again.get_attempts("r2")[0].environment == "lean"
+
+
+def test_run_progress_is_what_a_rerun_skips(db, sample_dir):
+    theorems = sample_theorems(sample_dir)[:3]
+    for a in [
+        attempt(theorems[0], AttemptStatus.FAILED, number=0),
+        attempt(theorems[0], AttemptStatus.PROVED, number=1, proof=("simp",)),
+        attempt(theorems[1], AttemptStatus.ERROR, number=0, error="the server died"),
+        attempt(theorems[2], AttemptStatus.REFUSED, number=0, error="uses sorryAx"),
+    ]:
+        db.record_attempt(a)
+    progress = db.run_progress("r1")
+    assert progress.finished == {
+        (theorems[0].key, theorems[0].commit, 0),
+        (theorems[0].key, theorems[0].commit, 1),
+        (theorems[2].key, theorems[2].commit, 0),  # refused is finished; an error is not
+    }
+    assert progress.solved == {(theorems[0].key, theorems[0].commit)}
+    assert db.run_progress("none") == type(progress)()

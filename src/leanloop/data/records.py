@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from functools import cached_property, lru_cache
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -278,6 +278,14 @@ class ProofAttempt(_Record):
     lean_seconds: float = Field(0.0, ge=0)
     model_seconds: float = Field(0.0, ge=0)
     error: str | None = None
+    axioms: tuple[str, ...] | None = Field(
+        None, description="The axioms Lean's audit reported the proof depends on."
+    )
+    environment: Literal["lean", "replay"] | None = Field(
+        None,
+        description="Where it ran: 'lean' (a Lean server) or 'replay' (recorded steps, no "
+        "Lean); None for attempts stored before leanloop recorded it.",
+    )
 
     @property
     def key(self) -> TheoremKey:

@@ -14,7 +14,14 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
 from leanloop.database import engine as engines
-from leanloop.database.schema import ADDED_IN, LEANLOOP_TABLES, SCHEMA_VERSION, meta, metadata
+from leanloop.database.schema import (
+    ADDED_IN,
+    COLUMNS_ADDED_IN,
+    LEANLOOP_TABLES,
+    SCHEMA_VERSION,
+    meta,
+    metadata,
+)
 from leanloop.errors import DatabaseError
 
 log = logging.getLogger(__name__)
@@ -79,12 +86,22 @@ class DatabaseAccess:
         return "ready"
 
     def _upgrade(self, conn: Connection) -> None:
-        """Add the tables the versions after the database's own added (nothing else changes)."""
+        """Add the tables and columns the versions after the database's own added (nothing
+        else changes)."""
         found = int(
             conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
         )
         for version in range(found + 1, SCHEMA_VERSION + 1):
             metadata.create_all(conn, tables=list(ADDED_IN.get(version, ())))
+            for table, names in COLUMNS_ADDED_IN.get(version, ()):
+                present = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+                for name in names:
+                    if name not in present:  # a table made by this version has them already
+                        column = table.c[name]
+                        kind = column.type.compile(dialect=conn.dialect)
+                        conn.execute(
+                            sa.text(f'ALTER TABLE {table.name} ADD COLUMN "{name}" {kind}')
+                        )
         conn.execute(
             meta.update().where(meta.c.key == "schema_version").values(value=str(SCHEMA_VERSION))
         )

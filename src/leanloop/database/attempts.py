@@ -4,6 +4,7 @@ for reports, and looked up so that a rerun skips the theorems it already finishe
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import orjson
@@ -51,6 +52,8 @@ def record_attempt(conn: Connection, attempt: ProofAttempt) -> None:
             model_seconds=attempt.model_seconds,
             error=attempt.error,
             finished_at=datetime.now(UTC),
+            axioms=None if attempt.axioms is None else orjson.dumps(list(attempt.axioms)).decode(),
+            environment=attempt.environment,
         )
     )
 
@@ -59,10 +62,13 @@ def iter_attempts(conn: Connection, run: str | None) -> Iterator[ProofAttempt]:
     """The stored attempts (of one run, or all), in the order they finished."""
     if not has_attempts_table(conn):
         return
-    query = sa.select(proof_attempts).order_by(proof_attempts.c.id)
+    present = {c["name"] for c in sa.inspect(conn).get_columns(proof_attempts.name)}
+    columns = [c for c in proof_attempts.c if c.name in present]  # an older database lacks some
+    query = sa.select(*columns).order_by(proof_attempts.c.id)
     if run is not None:
         query = query.where(proof_attempts.c.run == run)
     for row in stream(conn, query):
+        axioms = getattr(row, "axioms", None)
         yield ProofAttempt(
             run=row.run,
             url=row.url,
@@ -79,7 +85,33 @@ def iter_attempts(conn: Connection, run: str | None) -> Iterator[ProofAttempt]:
             lean_seconds=row.lean_seconds,
             model_seconds=row.model_seconds,
             error=row.error,
+            axioms=None if axioms is None else tuple(orjson.loads(axioms)),
+            environment=getattr(row, "environment", None),
         )
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """What a run has finished, as its rerun sees it: ``finished`` holds (theorem key, commit,
+    attempt) of every stored attempt that did not end in an error (errors are tried again);
+    ``solved`` holds (theorem key, commit) of the theorems an attempt found a proof of."""
+
+    finished: frozenset[tuple[TheoremKey, str, int]] = frozenset()
+    solved: frozenset[tuple[TheoremKey, str]] = frozenset()
+
+
+def run_progress(conn: Connection, run: str, *, retry_errors: bool = True) -> RunProgress:
+    """The run's progress: the one notion of "finished" every proving command uses."""
+    finished: set[tuple[TheoremKey, str, int]] = set()
+    solved: set[tuple[TheoremKey, str]] = set()
+    for attempt in iter_attempts(conn, run):
+        key = TheoremKey(repository_identity(attempt.url), attempt.file_path, attempt.full_name)
+        if attempt.status.found_proof:
+            solved.add((key, attempt.commit))
+        if retry_errors and attempt.status is AttemptStatus.ERROR:
+            continue
+        finished.add((key, attempt.commit, attempt.attempt))
+    return RunProgress(frozenset(finished), frozenset(solved))
 
 
 def finished_attempts(
@@ -87,10 +119,4 @@ def finished_attempts(
 ) -> set[tuple[TheoremKey, str, int]]:
     """(theorem key, commit, attempt) of the run's finished attempts; with ``retry_errors``
     an attempt that ended in an error does not count as finished."""
-    finished: set[tuple[TheoremKey, str, int]] = set()
-    for attempt in iter_attempts(conn, run):
-        if retry_errors and attempt.status is AttemptStatus.ERROR:
-            continue
-        key = TheoremKey(repository_identity(attempt.url), attempt.file_path, attempt.full_name)
-        finished.add((key, attempt.commit, attempt.attempt))
-    return finished
+    return set(run_progress(conn, run, retry_errors=retry_errors).finished)

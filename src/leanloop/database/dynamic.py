@@ -277,6 +277,12 @@ class DynamicDatabase:
                 return set()
             return attempts.finished_attempts(conn, run, retry_errors=retry_errors)
 
+    def run_progress(self, run: str) -> attempts.RunProgress:
+        """What ``run`` has finished (errors are tried again) and which theorems it solved:
+        how every proving command decides what a rerun skips."""
+        with self._access.read() as conn:
+            return attempts.RunProgress() if conn is None else attempts.run_progress(conn, run)
+
     # -- curriculum ----------------------------------------------------------------------------
 
     def curriculum(self) -> Curriculum:

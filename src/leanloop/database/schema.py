@@ -17,8 +17,9 @@ from sqlalchemy import (
 )
 
 #: Bumped whenever the tables change. A newer database is refused; an older one is read as it
-#: is and upgraded by its next write when the change only adds tables (``ADDED_IN``).
-SCHEMA_VERSION = 2
+#: is and upgraded by its next write when the change only adds tables (``ADDED_IN``) or
+#: nullable columns (``COLUMNS_ADDED_IN``).
+SCHEMA_VERSION = 3
 
 metadata = MetaData()
 
@@ -165,9 +166,14 @@ proof_attempts = Table(
     Column("model_seconds", Float, nullable=False),
     Column("error", Text),
     Column("finished_at", DateTime(timezone=True), nullable=False),
+    Column("axioms", Text),  # JSON list of the axioms Lean's audit reported (version 3)
+    Column("environment", String(8)),  # lean | replay (version 3)
     UniqueConstraint("run", "theorem_key", "commit", "attempt", name="uq_attempt"),
 )
 
 LEANLOOP_TABLES = frozenset(metadata.tables)
 #: The tables each schema version added (an older database gains them on its next write).
 ADDED_IN = {2: (proof_attempts,)}
+#: The nullable columns each schema version added to an existing table (added by the next write
+#: of an older database; readers of an older one see None there).
+COLUMNS_ADDED_IN = {3: ((proof_attempts, ("axioms", "environment")),)}
