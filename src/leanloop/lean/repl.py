@@ -205,7 +205,9 @@ class ReplServer(LeanServer):
 
     def check(self, code: str) -> CheckResult:
         result = self.elaborate(code)
-        return CheckResult.from_messages(result.messages, [s.goal for s in result.sorries])
+        return CheckResult.from_messages(
+            result.messages, [s.goal for s in result.sorries], [s.line for s in result.sorries]
+        )
 
     def open_sorries(self, code: str) -> list[ProofState]:
         """A proof state for each ``sorry`` in ``code`` (which must otherwise elaborate)."""

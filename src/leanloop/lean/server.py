@@ -77,17 +77,24 @@ class CheckResult:
     verdict: Verdict
     messages: tuple[LeanMessage, ...] = ()
     sorry_goals: tuple[str, ...] = ()
+    #: the line of each sorry of ``sorry_goals`` (None where the server gave none)
+    sorry_lines: tuple[int | None, ...] = ()
 
     @property
     def accepted(self) -> bool:
+        """Whether Lean accepted the code as a whole (no error, no sorry anywhere in it)."""
         return self.verdict is Verdict.ACCEPTED
 
     @classmethod
     def from_messages(
-        cls, messages: Sequence[LeanMessage], sorry_goals: Sequence[str] = ()
+        cls,
+        messages: Sequence[LeanMessage],
+        sorry_goals: Sequence[str] = (),
+        sorry_lines: Sequence[int | None] = (),
     ) -> CheckResult:
         verdict = verdict_of(messages, sorries=len(sorry_goals))
-        return cls(verdict, tuple(messages), tuple(sorry_goals))
+        lines = tuple(sorry_lines) or (None,) * len(sorry_goals)
+        return cls(verdict, tuple(messages), tuple(sorry_goals), lines)
 
     @property
     def errors(self) -> list[LeanMessage]:
@@ -108,6 +115,11 @@ class TheoremSource:
     signature: str
     module: str | None = None
     local_context: str = ""  # 'set_option ... in' lines that apply to the theorem
+    kind: str = "theorem"  # the declaration keyword (theorem, lemma, def, ...)
+    modifiers: tuple[str, ...] = ()  # private, noncomputable, ...
+    name: str | None = None  # as declared, relative to the namespaces open around it
+    #: the namespaces and sections open around the declaration (see ``Declaration.scopes``)
+    scopes: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_scan(cls, scanned: SourceScan, declaration: Declaration, file_path: str):
@@ -121,6 +133,10 @@ class TheoremSource:
             signature=declaration.signature,
             module=module,
             local_context=declaration.local_context,
+            kind=declaration.kind,
+            modifiers=declaration.modifiers,
+            name=declaration.name,
+            scopes=declaration.scopes,
         )
 
     def example(self) -> str:

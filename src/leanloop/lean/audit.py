@@ -1,0 +1,136 @@
+"""Judging one declaration by Lean: code that holds the declaration and then asks
+``#print axioms`` for it at top level (``AuditedCode``), and the judgement on Lean's answer — only
+errors and sorries located in that declaration count, and its axioms must pass the policy
+(``judge``, ``check_declaration``). Every mode of leanloop that calls a proof proved goes through
+here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from leanloop.lean.lexer import escape_name
+from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
+from leanloop.lean.verdict import is_sorry_warning
+
+if TYPE_CHECKING:
+    from leanloop.lean.axioms import AxiomPolicy
+
+
+def closing_commands(scopes: Sequence[tuple[str, str]]) -> list[str]:
+    """The ``end`` commands that close ``scopes`` (outermost first, as the scanner gives them),
+    innermost first."""
+    return [f"end {name}".rstrip() for _kind, name in reversed(scopes)]
+
+
+@dataclass(frozen=True)
+class AuditedCode:
+    """Lean code holding one declaration to judge, followed by the scopes around it closed and
+    ``#print axioms NAME`` at top level (where names print in full).
+
+    ``first_line`` and ``last_line`` (1-based, inclusive) are the declaration's lines in
+    ``code``; ``audit_line`` is the line of ``#print axioms``."""
+
+    code: str
+    name: str
+    first_line: int
+    last_line: int
+    audit_line: int
+
+    @classmethod
+    def around(
+        cls,
+        text: str,
+        start: int,
+        end: int,
+        name: str,
+        open_scopes: Sequence[tuple[str, str]] = (),
+    ) -> AuditedCode:
+        """``text`` (whose declaration ``name`` spans offsets ``[start, end)``) with the audit
+        appended: ``open_scopes`` are the namespaces and sections still open at the end of
+        ``text``."""
+        first_line = text.count("\n", 0, start) + 1
+        last_line = first_line + text.count("\n", start, max(start, end - 1))
+        body = text.rstrip()
+        tail = [*closing_commands(open_scopes), f"#print axioms {escape_name(name)}"]
+        code = body + "\n\n" + "\n".join(tail) + "\n"
+        audit_line = body.count("\n") + 2 + len(tail)
+        return cls(code, name, first_line, last_line, audit_line)
+
+    def inside(self, line: int | None) -> bool:
+        """Whether a message at ``line`` belongs to the declaration (no line: assume so)."""
+        return line is None or self.first_line <= line <= self.last_line
+
+
+class Outcome(StrEnum):
+    """How Lean's answer on an ``AuditedCode`` judges its declaration."""
+
+    ACCEPTED = "accepted"  # no error, no sorry in the declaration; axioms on the allow-list
+    REJECTED = "rejected"  # Lean reported an error in the declaration
+    SORRY = "sorry"  # the declaration uses sorry
+    REFUSED = "refused"  # accepted by Lean, but an axiom is not allowed (or none was reported)
+    BROKEN = "broken"  # an error outside the declaration: the code around it does not elaborate
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The judgement on one declaration: its outcome, a one-line reason (empty when accepted)
+    and the axioms Lean reported it depends on (empty when none was reported)."""
+
+    outcome: Outcome
+    reason: str = ""
+    axioms: tuple[str, ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome is Outcome.ACCEPTED
+
+
+def _first_line(message: LeanMessage) -> str:
+    text = message.text.strip().splitlines()
+    return (text[0] if text else "")[:200]
+
+
+def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Judgement:
+    """Judge the declaration of ``audited`` from Lean's answer ``result`` on its code.
+
+    Messages located outside the declaration (an earlier ``sorry``, a linter warning) do not
+    count; an error outside it means the code around it does not elaborate (``broken``).
+    Where the answer carries no proof status, nothing is assumed: the audit decides."""
+    from leanloop.lean.axioms import AxiomAudit, find_axiom_report
+
+    errors = [m for m in result.messages if m.severity == "error"]
+    own = [m for m in errors if audited.inside(m.line)]
+    if own:
+        where = f"line {own[0].line}: " if own[0].line is not None else ""
+        return Judgement(Outcome.REJECTED, f"Lean rejected it: {where}{_first_line(own[0])}")
+    if errors:
+        first = errors[0]
+        place = "before" if first.line < audited.first_line else "after"
+        return Judgement(
+            Outcome.BROKEN,
+            f"the code {place} the declaration does not elaborate: line {first.line}: "
+            f"{_first_line(first)}",
+        )
+    sorry_warned = any(is_sorry_warning(m) and audited.inside(m.line) for m in result.messages)
+    sorry_left = any(audited.inside(line) for line in result.sorry_lines)
+    if sorry_warned or sorry_left:
+        return Judgement(Outcome.SORRY, "Lean accepted it only thanks to a sorry in it")
+    report = find_axiom_report(result.messages, name=audited.name, line=audited.audit_line)
+    audit = policy.judge(report) if report is not None else AxiomAudit.missing(audited.name)
+    if not audit.passed:
+        return Judgement(
+            Outcome.REFUSED, f"the axiom audit refused it: {audit.reason}", audit.axioms
+        )
+    return Judgement(Outcome.ACCEPTED, "", audit.axioms)
+
+
+def check_declaration(
+    server: LeanServer, audited: AuditedCode, policy: AxiomPolicy
+) -> tuple[Judgement, CheckResult]:
+    """Send ``audited.code`` to ``server`` and judge its declaration (a ``LeanError`` of the
+    server propagates)."""
+    result = server.check(audited.code)
+    return judge(result, audited, policy), result
