@@ -73,13 +73,13 @@ def test_the_seed_quick_start(sample_dir, tmp_path, monkeypatch, caplog):
     # the repository's test theorems with recorded steps, replayed: never proved, nothing written
     replayed = agent.replay_theorems(agent.repos[0])
     assert len(report.rows) == len(replayed) > 0
-    assert report.mode == "replay" and report.project_root is None
+    assert report.environment == "replay" and report.project_root is None
     assert {row.status for row in report.rows} <= {AttemptStatus.REPLAYED, AttemptStatus.FAILED}
     assert not report.written and "replay of recorded steps, not proving" in report.summary()
     assert "a replay, not proving; nothing is written" in caplog.text
     out = tmp_path / "outputs-x" / "prove" / agent.repos[0].slug
     data = json.loads((out / "report.json").read_text())
-    assert len(data["rows"]) == len(replayed) and data["mode"] == "replay"
+    assert len(data["rows"]) == len(replayed) and data["environment"] == "replay"
     assert "replay of recorded steps without Lean" in (out / "report.md").read_text()
     assert (out / "report.png").read_bytes()[:4] == b"\x89PNG"
     runs = {a.run for a in agent.database.get_attempts()}

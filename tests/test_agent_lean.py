@@ -120,7 +120,7 @@ def test_lean_agent_records_the_lifelong_matrix(datasets, tiny_encoder, sample_d
     assert 0.0 <= result.recall_at_1 <= result.recall_at_10 <= 1.0
 
     reports = agent.prove(out_dir=tmp_path / "reports")
-    assert [r.mode for r in reports] == ["replay", "replay"]
+    assert [r.environment for r in reports] == ["replay", "replay"]
     assert agent.prover.name.startswith(f"retrieval:{out}+")
     for report in reports:
         assert report.rows and all(

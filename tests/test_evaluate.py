@@ -18,10 +18,10 @@ import pytest
 
 from leanloop.data.records import AttemptStatus
 from leanloop.database import DynamicDatabase
-from leanloop.prover.evaluation import evaluate
 from leanloop.prover.recorded import RecordedProver
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.report import EvaluationReport, pass_at_k
+from leanloop.prover.run import evaluate
 from tests.helpers import sample_theorems
 from tests.test_replay_server import UNREPLAYABLE
 
@@ -169,11 +169,13 @@ def test_attempts_pass_at_k_and_the_report_files(sample_dir, theorems, tmp_path)
     factory = functools.partial(ReplayServer.from_dataset, sample_dir)
     report = evaluate(theorems[:3], prover(sample_dir, num_attempts=2), factory)
     assert report.k == 2 and len(report.attempts) == 6 and report.theorems == 3
-    assert report.pass_at_1 == report.pass_at_k == 1.0 and report.replayed_only
+    assert report.replayed_at_1 == report.replayed_at_k == 1.0 and report.replayed_only
+    assert report.pass_at_1 is None and report.environment == "replay"
     assert {a.attempt for a in report.attempts} == {0, 1}
     path = report.to_json(tmp_path / "r" / "report.json")
     data = json.loads(path.read_text())
-    assert data["status_counts"] == {"replayed": 6} and data["pass_at_1"] == 1.0
+    assert data["status_counts"] == {"replayed": 6} and data["replayed_at_1"] == 1.0
+    assert "pass_at_1" not in data and data["environment"] == "replay"
     assert report.plot(tmp_path / "r" / "report.png").stat().st_size > 1000
     assert pass_at_k(2, 1, 1) == 0.5 and pass_at_k(2, 1, 2) == 1.0 and pass_at_k(5, 0, 3) == 0.0
     assert pass_at_k(10, 3, 2) == pytest.approx(1 - (7 * 6) / (10 * 9))

@@ -22,7 +22,7 @@ from leanloop.prover.recorded import RecordedGenerator
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.whole import WHOLE_PROOF_SYSTEM_PROMPT
 from tests.helpers import sample_theorems
-from tests.test_search_repl import Recorded, script
+from tests.test_search_repl import Audited, Judged, Recorded, script
 
 KEY = "sk-leanloop-test-4f1c9"
 
@@ -163,14 +163,14 @@ def test_replies_ranked_by_log_probability_find_the_recorded_proofs(endpoint, ke
 def test_against_the_repl_s_recorded_answers(endpoint, key, transcripts):
     transcript = transcripts["proof_branching2"]
     endpoint.behaviour, endpoint.script = "script", script(transcript)
-    prover = external(endpoint, key, config={"lean_check": False})
+    prover = external(endpoint, key)
     source = TheoremSource("swap", "Swap.lean", "", "(p q : Prop) : p ∧ q → q ∧ p")
-    result = prover.search(ReplServer(Recorded(transcript)), theorem=source)
+    result = prover.search(Judged(Recorded(transcript)), theorem=source)
     assert result.status is AttemptStatus.PROVED  # the REPL answered 'Completed'
     assert list(result.proof) == [r["tactic"] for r in transcript["requests"] if "tactic" in r]
     # a whole proof, accepted by the REPL's recorded verdict
     endpoint.script = {"example : True := by": ['```lean\ntrace "!"\ntrivial\n```']}
-    whole = prover.prove_whole(ReplServer(Recorded(transcripts["trace_simp"])), goal="True")
+    whole = prover.prove_whole(ReplServer(Audited(transcripts["trace_simp"])), goal="True")
     assert whole.status is AttemptStatus.PROVED and whole.proof == ('trace "!"\ntrivial',)
 
 

@@ -1,11 +1,14 @@
-"""prove_sorries: for each open sorry, search on a pooled server, write back only what Lean accepted
-in the whole file (atomically, with a backup; a failure while writing leaves the file intact),
-record each attempt, skip what a run finished, commit on a branch of its own, report as JSON,
-Markdown and a plot; without a project, a replay that writes nothing.
+"""prove_sorries: for each open sorry, the proving engine searches on a pooled server and checks
+what it finds with Lean (audited); the engine's hook writes back only what Lean accepted in the
+file (atomically, with a backup; a failure while writing leaves the file intact); each attempt
+is recorded, a rerun skips what a run finished, a branch gets its own worktree, and a report
+comes as JSON, Markdown and a plot; without a project, a replay that writes nothing.
 
-The whole-file verdicts are Lean's recorded answers (the Kimina server's verdict on a Mathlib
-file, the REPL's on a core-Lean file). The search steps that lead to the proofs are leanloop's
-own objects following a script: what prove_sorries does with a search's outcome."""
+Lean's verdicts on whole code are its recorded answers where one exists for the code checked
+(the Kimina server's verdict on a Mathlib file, the REPL's on a core-Lean file); for code with
+no recorded answer, and for the answer to ``#print axioms``, the server builds leanloop's own
+verdict objects (``tests/audit_standin.py``). The search steps are leanloop's own objects
+following a script: what prove_sorries does with a search's outcome."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from leanloop.data.records import AttemptStatus, Pos, Repository, Theorem, Theor
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.lean.repl import ReplServer
+from leanloop.lean.replay import ReplayMismatch
 from leanloop.lean.server import (
     CheckResult,
     LeanMessage,
@@ -32,6 +36,7 @@ from leanloop.lean.server import (
 )
 from leanloop.prover.recorded import RecordedProver
 from leanloop.prover.replay import ReplayServer
+from tests.audit_standin import audit_request, audited_answer
 from tests.helpers import sample_theorems
 from tests.test_search_repl import Canned, Recorded
 
@@ -42,41 +47,65 @@ FILES = {
     "Simple.lean": "import Mathlib\n\ntheorem simple_add : 2 + 2 = 4 := sorry\n",
     # the REPL rejected this file with its proof ('unsolved goals', the 'incomplete' test)
     "Incomplete.lean": "def f (x : Bool) : Nat := sorry",
-    # never shown to Lean: one proof is not a proof, the other is not found
+    # a proof by native code, which the audit refuses; one theorem nothing is found for
     "Other.lean": "theorem two : 2 = 2 := sorry\n\ntheorem nope : 1 = 2 := sorry\n",
+    # two sorries: the second is proved while the first stays open
+    "Two.lean": "theorem first : 1 = 2 := sorry\n\ntheorem second : 2 = 2 := by\n  sorry\n",
 }
 SCRIPTS = {
     "simple_add": ["simp"],
     "f": ["by_cases x", "{ apply Nat.succ }"],
     "two": ["native_decide"],
+    "second": ["rfl"],
 }
+#: the axioms the audit's stand-in answer reports for each proof (native code for 'two')
+AXIOMS = {"two": ["Lean.ofReduceBool", "Lean.trustCompiler"], "second": []}
 ACCEPTED = "import Mathlib\n\ntheorem simple_add : 2 + 2 = 4 := by\n  simp\n"
 
 
+def without_audit(code: str) -> str:
+    """The code before the lines leanloop appends to audit a declaration's axioms."""
+    request = audit_request(code)
+    if request is None:
+        return code
+    lines = code.split("\n")[: request[1] - 1]
+    while lines and (not lines[-1].strip() or lines[-1].startswith("end")):
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
 class RecordedVerdicts:
-    """Lean's recorded verdicts on whole files: the Kimina server's and the REPL's; any other
-    file has no recorded verdict (a ReplayMismatch)."""
+    """Lean's recorded verdicts on whole files (the Kimina server's and the REPL's), looked up
+    for the code before its audit lines; the audit's answer is leanloop's own object."""
 
     def __init__(self, fixtures: Path, transcripts: dict) -> None:
         path = fixtures / "kimina_verdicts" / "verdicts.jsonl"
         rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         self.kimina = {
-            row["code"]: row["result"]["results"][0]["response"]
+            row["code"].rstrip(): row["result"]["results"][0]["response"]
             for row in rows
             if not row["result"]["results"][0]["error"]
         }
         self.repl = ReplServer(
             Recorded(*(t for t in transcripts.values() if not t["needs_mathlib"]))
         )
+        self.recorded: list[str] = []  # the codes whose verdict was Lean's recorded one
 
     def check(self, code: str) -> CheckResult:
-        if code in self.kimina:
+        body = without_audit(code).rstrip()
+        if body in self.kimina:
+            self.recorded.append(body)
             messages = [
                 LeanMessage(m["severity"], m["data"], m["pos"]["line"], m["pos"]["column"])
-                for m in self.kimina[code].get("messages", [])
+                for m in self.kimina[body].get("messages", [])
             ]
-            return CheckResult.from_messages(messages)
-        return self.repl.check(code)
+        else:
+            try:
+                messages = list(self.repl.check(body).messages)
+                self.recorded.append(body)
+            except ReplayMismatch:  # no recorded answer: leanloop's own verdict object
+                messages = []
+        return audited_answer(code, messages, AXIOMS)
 
 
 class ScriptedLean(LeanServer):
@@ -90,6 +119,7 @@ class ScriptedLean(LeanServer):
         self.verdicts = verdicts
         self.checked: list[str] = []
         self.closed = False
+        self.live: set[int] = set()
         self._ids = itertools.count()
         self._states: dict[int, tuple[str, int]] = {}
 
@@ -103,7 +133,12 @@ class ScriptedLean(LeanServer):
     def _state(self, name: str, index: int) -> ProofState:
         state = ProofState(next(self._ids), (f"{name} step {index}",), 1, id(self))
         self._states[state.id] = (name, index)
+        self.live.add(state.id)
         return state
+
+    def release(self, *states):
+        for state in states:
+            self.live.discard(state.id)
 
     def run_tactic(self, state, tactic, *, goal=None):
         name, index = self._states[state.id]
@@ -124,12 +159,11 @@ class ScriptedLean(LeanServer):
     start_proof = open_sorries = None
 
 
-def scripted_prover() -> Canned:
+def scripted_prover(**config) -> Canned:
     table = {
         f"{name} step {i}": [t] for name, tactics in SCRIPTS.items() for i, t in enumerate(tactics)
     }
-    # the search's own check of the proof is off: only the whole file's recorded verdict decides
-    return Canned(table, lean_check=False)
+    return Canned(table, **config)
 
 
 @pytest.fixture
@@ -167,7 +201,8 @@ def demo(tmp_path, fixtures, transcripts):
 def test_only_what_lean_accepted_is_written(demo, tmp_path):
     root, database, factory, servers = demo
     theorems = database.get_sorry_theorems(REPO)
-    assert [t.full_name for t in theorems] == ["simple_add", "f", "two", "nope"]
+    names = ["simple_add", "f", "two", "nope", "first", "second"]
+    assert [t.full_name for t in theorems] == names
     seen: list[tuple[int, int]] = []
     report = prove_sorries(
         theorems,
@@ -181,12 +216,15 @@ def test_only_what_lean_accepted_is_written(demo, tmp_path):
     rows = {row.full_name: row for row in report.rows}
     assert {name: row.outcome for name, row in rows.items()} == {
         "simple_add": "written",
-        "f": "rejected",
-        "two": "forbidden",
+        "f": "failed",
+        "two": "refused",
         "nope": "failed",
+        "first": "failed",
+        "second": "written",
     }
-    assert seen == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert seen == [(i, 6) for i in range(7)]
     assert len(servers) == 1 and servers[0].closed  # one warm server for every theorem
+    assert not servers[0].live  # every proof state was released
 
     # accepted: the file is exactly the one Lean accepted, the original kept as a backup
     assert (root / "Simple.lean").read_text() == ACCEPTED
@@ -194,50 +232,73 @@ def test_only_what_lean_accepted_is_written(demo, tmp_path):
     assert Path(rows["simple_add"].backup).is_relative_to(root / ".leanloop-backups")
     assert rows["simple_add"].proof == "by\n  simp" and rows["simple_add"].proof_length == 1
     assert rows["simple_add"].status is AttemptStatus.PROVED
-    (proved,) = database.get_theorems(REPO, status="sorry_proved")
-    assert proved.full_name == "simple_add" and proved.proof == "by\n  simp"
+    assert rows["simple_add"].axioms == ["propext"]
+    # the second sorry of Two.lean is proved while the first stays open: Lean's warning about
+    # the first one's sorry did not decide the verdict on the second, in the search's check
+    # nor in the file's
+    assert (root / "Two.lean").read_text() == (
+        "theorem first : 1 = 2 := sorry\n\ntheorem second : 2 = 2 := by\n  rfl\n"
+    )
+    assert rows["second"].axioms == []
+    proved = {t.full_name: t.proof for t in database.get_theorems(REPO, status="sorry_proved")}
+    assert proved == {"simple_add": "by\n  simp", "second": "by\n  rfl"}
 
-    # rejected by Lean in the whole file: reported with Lean's reason, the file untouched
+    # Lean rejected f's proof when the search checked it whole: never offered to the file
     assert (root / "Incomplete.lean").read_text() == FILES["Incomplete.lean"]
-    assert "unsolved goals" in rows["f"].detail and rows["f"].status is AttemptStatus.FAILED
-    assert rows["f"].proof == "by\n  by_cases x\n  { apply Nat.succ }"
-    assert rows["f"].proof_length == 2
-    # not a proof: never shown to Lean; not found: nothing to write
-    assert "native_decide" in rows["two"].detail and rows["nope"].proof is None
+    assert rows["f"].status is AttemptStatus.FAILED and "unsolved goals" in rows["f"].detail
+    # native code: Lean accepted it, the audit refused it; nothing found for the others
+    assert rows["two"].status is AttemptStatus.REFUSED
+    assert "Lean.ofReduceBool" in rows["two"].detail and "allow_native" in rows["two"].detail
     assert (root / "Other.lean").read_text() == FILES["Other.lean"]
-    assert servers[0].checked == [
-        ACCEPTED,
-        FILES["Incomplete.lean"].replace("sorry", "") + rows["f"].proof,
-    ]
-    assert [t.full_name for t in database.get_sorry_theorems(REPO)] == ["f", "two", "nope"]
+    assert rows["nope"].proof is None and rows["first"].proof is None
+    checked = [without_audit(code) for code in servers[0].checked]
+    recorded = servers[0].verdicts.recorded
+    assert ACCEPTED in checked and "def f (x : Bool) : Nat := by\n  by_cases x\n" in "".join(
+        checked
+    )
+    assert ACCEPTED.rstrip() in recorded and any(c.startswith("def f") for c in recorded)
+    assert all("#print axioms" in code for code in servers[0].checked)
+    remaining = [t.full_name for t in database.get_sorry_theorems(REPO)]
+    assert remaining == ["f", "two", "nope", "first"]
 
     stored = {a.full_name: a for a in database.get_attempts("sorries")}
     assert stored["simple_add"].status is AttemptStatus.PROVED
-    assert stored["f"].status is AttemptStatus.FAILED and stored["f"].proof is None
-    assert stored["f"].error == rows["f"].detail
+    assert stored["simple_add"].environment == "lean"
+    assert stored["simple_add"].axioms == ("propext",)
+    assert stored["two"].status is AttemptStatus.REFUSED and stored["two"].proof is None
 
     written = report.write(tmp_path / "report")
     assert [p.name for p in written] == ["report.json", "report.md", "report.png"]
     data = json.loads(written[0].read_text())
-    assert data["mode"] == "lean" and [r["outcome"] for r in data["rows"]] == [
-        "written",
-        "rejected",
-        "forbidden",
-        "failed",
-    ]
+    assert data["environment"] == "lean" and data["mode"] == "search"
+    assert [r["outcome"] for r in data["rows"]] == [rows[n].outcome for n in names]
     markdown = written[1].read_text()
     assert "| `simple_add` | `Simple.lean` | written | 1 |" in markdown
+    assert "| propext |" in markdown
     assert "```lean\nby\n  simp\n```" in markdown
-    assert "1 of 4 sorries proved by Lean and written" in report.summary()
+    assert "2 of 6 sorries proved by Lean and written" in report.summary()
 
     # the same run again: everything finished is skipped, Lean is not asked again
     again = prove_sorries(
         theorems, scripted_prover(), root, servers=factory, database=database, run="sorries"
     )
-    assert [row.outcome for row in again.rows] == ["skipped"] * 4
+    assert [row.outcome for row in again.rows] == ["skipped"] * 6
     assert [row.status for row in again.rows] == [row.status for row in report.rows]
     assert len(servers) == 1  # no server was even started
     assert (root / "Simple.lean").read_text() == ACCEPTED
+
+
+def test_native_code_is_accepted_where_the_user_allows_it(demo):
+    root, database, factory, _ = demo
+    (two,) = [t for t in database.get_sorry_theorems(REPO) if t.full_name == "two"]
+    report = prove_sorries(
+        [two], scripted_prover(allow_native=True), root, servers=factory, database=database
+    )
+    (row,) = report.rows
+    assert row.outcome == "written" and row.axioms == ["Lean.ofReduceBool", "Lean.trustCompiler"]
+    assert (
+        (root / "Other.lean").read_text().startswith("theorem two : 2 = 2 := by\n  native_decide\n")
+    )
 
 
 def test_a_failure_while_writing_leaves_the_file_intact(demo, monkeypatch):
@@ -266,7 +327,7 @@ def test_a_failure_while_writing_leaves_the_file_intact(demo, monkeypatch):
     assert (root / "Simple.lean").read_text() == ACCEPTED
 
 
-def test_proofs_go_on_a_branch_of_their_own(demo):
+def test_proofs_go_on_a_branch_checked_in_its_own_worktree(demo):
     root, database, factory, _ = demo
 
     def git(*args):
@@ -278,18 +339,45 @@ def test_proofs_go_on_a_branch_of_their_own(demo):
     git("add", ".")
     git("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "start")
     head = git("rev-parse", "HEAD")
+    (root / "Two.lean").write_text(FILES["Two.lean"] + "\n-- my work in progress\n")
+    started_in: list[Path] = []
+
+    def worktree_servers(project_root):
+        started_in.append(project_root)
+        return factory
+
     theorems = database.get_sorry_theorems(REPO)
     with pytest.raises(LeanloopError, match="checked out"):
         prove_sorries(theorems, scripted_prover(), root, servers=factory, branch="main")
+    with pytest.raises(LeanloopError, match="cannot start the given Lean servers there"):
+        prove_sorries(theorems, scripted_prover(), root, servers=factory, branch="proofs")
     report = prove_sorries(
-        theorems, scripted_prover(), root, servers=factory, database=database, branch="proofs"
+        theorems,
+        scripted_prover(),
+        root,
+        servers=factory,
+        database=database,
+        branch="proofs",
+        worktree_servers=worktree_servers,
     )
     assert report.branch == "proofs"
-    (written,) = report.written
-    assert git("rev-parse", "proofs") == written.git_commit
+    assert len(started_in) == 1 and started_in[0] != root and not started_in[0].exists()
+    rows = {row.full_name: row for row in report.written}
+    assert set(rows) == {"simple_add", "second"}
+    assert git("rev-parse", "proofs") == rows["second"].git_commit
     assert git("rev-parse", "HEAD") == head and git("symbolic-ref", "--short", "HEAD") == "main"
+    # the branch is HEAD plus the two proofs, nothing else (the user's edit is not in it)
+    assert git("rev-list", "--count", f"{head}..proofs") == "2"
+    assert set(git("diff", "--name-only", head, "proofs").split()) == {"Simple.lean", "Two.lean"}
     assert git("show", "proofs:Simple.lean") + "\n" == ACCEPTED
-    assert git("show", "proofs:Incomplete.lean") == FILES["Incomplete.lean"]
+    assert "work in progress" not in git("show", "proofs:Two.lean")
+    # the working tree: Simple.lean still matched and got the proof; Two.lean was left
+    assert rows["simple_add"].working_tree == "written"
+    assert (root / "Simple.lean").read_text() == ACCEPTED
+    assert rows["second"].working_tree == "left"
+    assert (root / "Two.lean").read_text().endswith("-- my work in progress\n")
+    assert "sorry" in (root / "Two.lean").read_text().split("theorem second")[1]
+    assert "working tree: left" in report.to_markdown()
 
 
 def test_without_a_project_it_is_a_replay_that_writes_nothing(sample_dir, tmp_path):
@@ -304,17 +392,18 @@ def test_without_a_project_it_is_a_replay_that_writes_nothing(sample_dir, tmp_pa
         database=database,
         run="replay",
     )
-    assert report.mode == "replay" and not report.written
+    assert report.environment == "replay" and not report.written
     assert {row.outcome for row in report.rows} == {"replayed"}
     assert all(row.status is AttemptStatus.REPLAYED for row in report.rows)
     for row, theorem in zip(report.rows, theorems, strict=True):  # the search may find shortcuts
         assert 1 <= row.proof_length <= len(theorem.traced_tactics) and row.proof
     assert "not proving" in report.summary()
     assert "replay of recorded steps without Lean" in report.to_markdown()
+    assert {a.environment for a in database.get_attempts("replay")} == {"replay"}
     # whole-proof mode: each recorded proof offered whole, replayed tactic by tactic
     whole = Canned(whole=["\n".join(s.tactic for s in theorems[0].traced_tactics)])
     (row,) = prove_sorries(
-        theorems[:1], whole, None, servers=lambda: ReplayServer(theorems), whole_proof=True
+        theorems[:1], whole, None, servers=lambda: ReplayServer(theorems), mode="whole"
     ).rows
     assert row.outcome == "replayed" and row.proof_length == len(theorems[0].traced_tactics)
     with pytest.raises(LeanloopError, match="no project to commit in"):
@@ -325,17 +414,16 @@ def test_without_a_project_it_is_a_replay_that_writes_nothing(sample_dir, tmp_pa
 
 def test_the_lean_servers_it_starts_are_closed(demo, monkeypatch):
     from leanloop.agent import proving
-    from leanloop.lean.pool import ServerPool
 
     root, database, factory, servers = demo
     started = []
 
-    def lean_servers(project_root, config):
+    def launcher(project_root, config):
         started.append(project_root)
-        return ServerPool(lambda _key: factory(), max_servers=1)
+        return factory
 
-    monkeypatch.setattr(proving, "lean_servers", lean_servers)
+    monkeypatch.setattr(proving, "_launcher", launcher)
     theorems = database.get_sorry_theorems(REPO)[:2]
     report = prove_sorries(theorems, scripted_prover(), root, database=database)
-    assert started == [root.resolve()] and report.mode == "lean"
+    assert started == [root.resolve()] and report.environment == "lean"
     assert len(servers) == 1 and servers[0].closed  # no Lean process left behind

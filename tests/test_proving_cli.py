@@ -16,7 +16,6 @@ from leanloop.agent import proving
 from leanloop.cli import prove_cmd
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
-from leanloop.lean.pool import ServerPool
 from tests.conftest import REPO_ROOT
 from tests.helpers import assert_one_line_error, run_cli
 from tests.test_proving import ACCEPTED, FILES, REPO, scripted_prover
@@ -51,11 +50,17 @@ def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path,
     ]
     database.add_repository(stored, traced)
     monkeypatch.setattr("leanloop.agent.repositories.require_lean", lambda: None)
-    monkeypatch.setattr(
-        proving,
-        "lean_servers",
-        lambda project_root, config: ServerPool(lambda _key: factory(), max_servers=1),
-    )
+    started_in = []
+
+    def worktree_servers(servers, project_root):
+        def make(worktree_root):
+            started_in.append(worktree_root)
+            return factory
+
+        return make
+
+    monkeypatch.setattr(prove_cmd, "lean_launcher", lambda root, settings: factory)
+    monkeypatch.setattr(proving, "_worktree_servers", worktree_servers)
     monkeypatch.setattr(prove_cmd, "_prover", lambda *args: scripted_prover())
     out = tmp_path / "reports"
     code, stdout, err = run_cli(
@@ -77,11 +82,14 @@ def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path,
     rows = [json.loads(line) for line in stdout.splitlines()]
     assert [(r["full_name"], r["outcome"]) for r in rows] == [
         ("simple_add", "written"),
-        ("f", "rejected"),
-        ("two", "forbidden"),
+        ("f", "failed"),
+        ("two", "refused"),
         ("nope", "failed"),
+        ("first", "failed"),
+        ("second", "written"),
     ]
-    assert "1 of 4 sorries proved by Lean and written" in err
+    assert rows[0]["axioms"] == ["propext"] and rows[0]["working_tree"] == "written"
+    assert "2 of 6 sorries proved by Lean and written" in err
     assert (root / "Simple.lean").read_text() == ACCEPTED
     assert (root / "Incomplete.lean").read_text() == FILES["Incomplete.lean"]
     branch = subprocess.run(
@@ -92,14 +100,16 @@ def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path,
         text=True,
     ).stdout
     assert branch == ACCEPTED
+    assert len(started_in) == 1 and started_in[0] != root  # checked in the branch's worktree
     (report_dir,) = out.iterdir()
     assert sorted(p.name for p in report_dir.iterdir()) == [
         "report.json",
         "report.md",
         "report.png",
     ]
-    assert [t.full_name for t in database.get_sorry_theorems(stored)] == ["f", "two", "nope"]
-    assert len(servers) == 1
+    remaining = [t.full_name for t in database.get_sorry_theorems(stored)]
+    assert remaining == ["f", "two", "nope", "first"]
+    assert len(servers) == 2  # one in the project, one in the branch's worktree
 
 
 def test_errors(capsys, tmp_path, sample_dir, no_lean):

@@ -16,7 +16,6 @@ from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.lean.errors import LeanRequestError, ServerCrashed
 from leanloop.lean.server import (
-    CheckResult,
     LeanMessage,
     LeanServer,
     ProofFinished,
@@ -24,7 +23,6 @@ from leanloop.lean.server import (
     TacticFailed,
     TheoremSource,
 )
-from leanloop.lean.verdict import Verdict
 from leanloop.ml.protocols import GeneratedTactic
 from leanloop.prover import proof_search
 from leanloop.prover.config import ProverConfig
@@ -33,6 +31,7 @@ from leanloop.prover.recorded import RecordedGenerator
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.strategy import BestFirst, DepthFirst, Node
 from leanloop.prover.target import Target
+from tests.audit_standin import audit_request, audited_answer
 from tests.helpers import sample_theorems
 from tests.test_replay_server import UNREPLAYABLE
 
@@ -685,9 +684,9 @@ def test_a_proof_whose_replay_ends_early_is_not_accepted_and_the_search_goes_on(
 
 
 class Audited(Toy):
-    """A toy that checks with Lean: the whole proof's verdict is leanloop's own ``CheckResult``,
-    chosen here: a proof using ``cheat`` is accepted only thanks to ``sorry``, one using
-    ``wrong`` is rejected, any other is accepted."""
+    """A toy that checks with Lean: the whole proof's verdict is leanloop's own ``CheckResult``
+    (``tests/audit_standin.py``), chosen here: a proof using ``cheat`` is accepted with
+    ``sorryAx`` among its axioms, one using ``wrong`` is rejected, any other is accepted."""
 
     checks_with_lean = True
 
@@ -700,11 +699,12 @@ class Audited(Toy):
 
     def check(self, code):
         self.checked.append(code)
+        name, _ = audit_request(code)
         if "cheat" in code:
-            return CheckResult(Verdict.CONTAINS_SORRY, sorry_goals=("⊢ False",))
+            return audited_answer(code, axioms={name: ["propext", "sorryAx"]})
         if "wrong" in code:
-            return CheckResult(Verdict.REJECTED, (LeanMessage("error", "type mismatch"),))
-        return CheckResult(Verdict.ACCEPTED)
+            return audited_answer(code, [LeanMessage("error", "type mismatch", 2, 2)])
+        return audited_answer(code)
 
 
 SOURCE = TheoremSource("t", "T.lean", prefix="", signature=": True")
@@ -725,7 +725,7 @@ def test_a_search_whose_only_proofs_were_refused_ends_refused():
     server = Audited(edges)
     result = search(server, Target.of(theorem=SOURCE), Scripted(table), ProverConfig())
     assert result.status is AttemptStatus.REFUSED and result.proof is None
-    assert "sorry" in result.error and "cheat" in result.error
+    assert "uses sorryAx" in result.error and "cheat" in result.error
     assert "the search space is exhausted" in result.error and not server.live
 
     rejected = search(
@@ -735,7 +735,7 @@ def test_a_search_whose_only_proofs_were_refused_ends_refused():
         ProverConfig(max_expansions=1),
     )
     assert rejected.status is AttemptStatus.BUDGET and rejected.proof is None
-    assert "Lean rejected the proof found, checked as a whole: type mismatch" in rejected.error
+    assert "checked by Lean: Lean rejected it: line 2: type mismatch" in rejected.error
 
 
 def test_frontiers():

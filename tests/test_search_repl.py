@@ -5,6 +5,7 @@ record is started from its source file, whole proofs stand or fall by Lean's rec
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -13,11 +14,12 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.repl import ReplServer
 from leanloop.lean.replay import ReplayMismatch
-from leanloop.lean.server import CheckResult, LeanMessage, TheoremSource
+from leanloop.lean.server import LeanMessage, TheoremSource
 from leanloop.lean.transport import Transport
 from leanloop.ml.protocols import GeneratedTactic
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProverConfig
+from tests.audit_standin import audit_request, audited_answer, axiom_report_text
 
 
 class Recorded(Transport):
@@ -46,6 +48,43 @@ class Recorded(Transport):
             if recorded == request:
                 return answer
         raise ReplayMismatch(f"no recorded answer for {json.dumps(request, ensure_ascii=False)}")
+
+
+class Audited(Recorded):
+    """``Recorded``, for code leanloop sends to be judged: Lean's recorded answer on the same
+    proof stated as an ``example`` (how earlier checks sent it; the proof elaborates the same),
+    and, for its ``#print axioms``, leanloop's own stand-in answer reporting ``axioms``
+    (default none) — Lean's real axiom reports are read in test_lean_axioms."""
+
+    def __init__(self, *transcripts, axioms=(), crash_on: str | None = None) -> None:
+        super().__init__(*transcripts, crash_on=crash_on)
+        self.axioms = list(axioms)
+
+    def exchange(self, request):
+        code = request.get("cmd", "")
+        found = audit_request(code)
+        if found is None:
+            return super().exchange(request)
+        name, line = found
+        lines = code.split("\n")[: line - 1]
+        while lines and (not lines[-1].strip() or lines[-1].startswith("end")):
+            lines.pop()
+        example = re.sub(
+            rf"^theorem {re.escape(name.rsplit('.', 1)[-1])}\b",
+            "example",
+            "\n".join(lines),
+            count=1,
+            flags=re.M,
+        )
+        answer = dict(super().exchange({**request, "cmd": example}))
+        report = {
+            "severity": "info",
+            "pos": {"line": line, "column": 0},
+            "endPos": {"line": line, "column": 13},
+            "data": axiom_report_text(name, self.axioms),
+        }
+        answer["messages"] = [*answer.get("messages", []), report]
+        return answer
 
 
 def script(*transcripts) -> dict[str, list[str]]:
@@ -96,26 +135,44 @@ class Canned(BaseProver):
         return Fixed()
 
 
+class Judged(ReplServer):
+    """The recorded REPL for the search's steps, and for the check of the proof assembled from
+    them leanloop's own verdict object (no such check was recorded): accepted with ``axioms``,
+    or rejected with an error in the declaration — what the search does with a verdict."""
+
+    def __init__(self, transport, accept: bool = True, axioms=("propext",)) -> None:
+        super().__init__(transport)
+        self.accept, self.axioms, self.checked = accept, list(axioms), []
+
+    def check(self, code):
+        self.checked.append(code)
+        errors = [] if self.accept else [LeanMessage("error", "unsolved goals", 2, 2)]
+        name, _ = audit_request(code)
+        return audited_answer(code, errors, {name: self.axioms})
+
+
 def test_a_proof_the_repl_completed_is_found_and_replayed(transcripts):
     transcript = transcripts["proof_branching2"]
     transport = Recorded(transcript)
-    server = ReplServer(transport)
+    server = Judged(transport)
     source = TheoremSource(
         "and_swap", "Swap.lean", prefix="", signature="(p q : Prop) : p ∧ q → q ∧ p"
     )
-    prover = Canned(script(transcript), lean_check=False)
+    prover = Canned(script(transcript))
     result = prover.search(server, theorem=source)
     recorded = [r["tactic"] for r in transcript["requests"] if "tactic" in r]
     assert result.status is AttemptStatus.PROVED and list(result.proof) == recorded
     assert result.expansions == len(recorded) and result.lean_seconds > 0
+    assert result.axioms == ("propext",)
     # searched once, then replayed from a fresh start: every request sent twice
     assert transport.sent == transcript["requests"] * 2
+    assert len(server.checked) == 1  # and checked whole, with its axioms audited
 
 
 def test_each_theorem_of_a_transcript(transcripts):
     transcript = transcripts["proof_transitivity"]
-    server = ReplServer(Recorded(transcript))
-    prover = Canned(script(transcript), lean_check=False)
+    server = Judged(Recorded(transcript))
+    prover = Canned(script(transcript))
     for signature in (
         "(x y z : Nat) (h1 : x = y) (h2 : y = z) : x = z",
         "(f : Nat → Nat) (n : Nat) (h : n = 3) : f n = f 3",
@@ -149,62 +206,61 @@ def test_a_theorem_record_starts_from_its_source_file(transcripts, tmp_path):
     prover = Canned(script(transcript))
     with pytest.raises(LeanloopError, match="needs its source file"):
         prover.search(ReplServer(Recorded(transcript)), theorem=theorem)
-    prover.project_root = tmp_path
-    result = prover.search(ReplServer(Recorded(transcript)), theorem=theorem)
+    server = ReplServer(Recorded(transcript))
+    result = prover.search(server, theorem=theorem, project_root=tmp_path)
     # the REPL's recorded induction' leaves two goals, for which nothing is proposed
     assert result.status is AttemptStatus.FAILED and result.tree_size == 2
-    prover.project_root = tmp_path / "elsewhere"
     with pytest.raises(LeanloopError, match="is not in"):
-        prover.search(ReplServer(Recorded(transcript)), theorem=theorem)
+        prover.search(server, theorem=theorem, project_root=tmp_path / "elsewhere")
 
 
-class Judged(ReplServer):
-    """The recorded REPL for the search, and for the check of the proof assembled from it a
-    verdict built here (no such check was recorded): what the search does with a verdict."""
-
-    def __init__(self, transport, accept: bool) -> None:
-        super().__init__(transport)
-        self.accept, self.checked = accept, []
-
-    def check(self, code):
-        self.checked.append(code)
-        errors = [] if self.accept else [LeanMessage("error", "unsolved goals")]
-        return CheckResult.from_messages(errors)
-
-
-@pytest.mark.parametrize("accept", [True, False])
-def test_a_proof_found_is_checked_whole_by_lean(transcripts, accept):
+@pytest.mark.parametrize(
+    ("accept", "axioms", "status"),
+    [
+        (True, ["propext"], AttemptStatus.PROVED),
+        (False, ["propext"], AttemptStatus.FAILED),
+        (True, ["Lean.ofReduceBool"], AttemptStatus.REFUSED),
+        (True, ["propext", "sorryAx"], AttemptStatus.REFUSED),
+    ],
+)
+def test_a_proof_found_is_checked_whole_by_lean_and_audited(transcripts, accept, axioms, status):
     transcript = transcripts["proof_branching2"]
-    server = Judged(Recorded(transcript), accept)
+    server = Judged(Recorded(transcript), accept, axioms)
     source = TheoremSource(
         "and_swap", "Swap.lean", prefix="", signature="(p q : Prop) : p ∧ q → q ∧ p"
     )
     result = Canned(script(transcript)).search(server, theorem=source)
-    (code,) = server.checked
-    assert code.startswith("example (p q : Prop) : p ∧ q → q ∧ p := by\n  intro h\n")
-    assert code.endswith("\n  exact hq\n  exact hp")
-    if accept:
-        assert result.status is AttemptStatus.PROVED and result.proof[-1] == "exact hp"
-    else:
-        assert result.status is AttemptStatus.ERROR and result.proof is None
-        assert "Lean rejected the proof found, checked as a whole: unsolved goals" in result.error
+    (code, *_) = server.checked
+    assert code.startswith("theorem and_swap (p q : Prop) : p ∧ q → q ∧ p := by\n  intro h\n")
+    assert code.endswith("\n  exact hq\n  exact hp\n\n#print axioms and_swap\n")
+    assert result.status is status, result.error
+    if status is AttemptStatus.PROVED:
+        assert result.proof[-1] == "exact hp" and result.axioms == ("propext",)
+    else:  # not accepted: the search went on, and ended without a proof
+        assert result.proof is None
+        why = "unsolved goals" if not accept else axioms[-1]
+        assert why in result.error
 
 
 def test_whole_proofs_stand_or_fall_by_lean_s_verdict(transcripts):
-    server = ReplServer(Recorded(transcripts["trace_simp"], transcripts["app_type_mismatch"]))
+    server = ReplServer(Audited(transcripts["trace_simp"], transcripts["app_type_mismatch"]))
     accepted = Canned(whole=['trace "!"\ntrivial']).prove_whole(server, goal="True")
-    assert accepted.status is AttemptStatus.PROVED
+    assert accepted.status is AttemptStatus.PROVED and accepted.axioms == ()
     assert accepted.proof == ('trace "!"\ntrivial',) and accepted.expansions == 1
     rejected = Canned(whole=["cases 1\nrfl\napply ?succ"]).prove_whole(server, goal="1 = 0")
     assert rejected.status is AttemptStatus.FAILED and rejected.proof is None
     assert "declaration has metavariables" in rejected.error
+    # screened before Lean sees it: a candidate declaring an axiom is refused, with its reason
+    cheat = Canned(whole=["theorem leanloop_goal : True := cheat\naxiom cheat : True"])
+    refused = cheat.prove_whole(server, goal="True")
+    assert refused.status is AttemptStatus.REFUSED and "axiom" in refused.error
 
 
 def test_a_server_dying_mid_search_is_an_error(transcripts):
     transcript = transcripts["proof_branching2"]
-    server = ReplServer(Recorded(transcript, crash_on="apply And.intro"))
+    server = Judged(Recorded(transcript, crash_on="apply And.intro"))
     source = TheoremSource("s", "S.lean", "", "(p q : Prop) : p ∧ q → q ∧ p")
-    result = Canned(script(transcript), lean_check=False).search(server, theorem=source)
+    result = Canned(script(transcript)).search(server, theorem=source)
     assert result.status is AttemptStatus.ERROR and "exited with status 139" in result.error
     assert result.expansions == 4 and result.proof is None
 
@@ -218,14 +274,22 @@ def test_proof_code_of_each_target():
         prefix="import Mathlib\n\nnamespace Foo\n",
         signature="(n : ℕ) : n + 0 = n",
         local_context="set_option maxHeartbeats 400000 in\n",
+        name="bar",
+        scopes=(("namespace", "Foo"),),
     )
     tactics = ["induction n with", "| zero => rfl\n| succ n ih => simp"]
-    assert Target.of(theorem=source).tactics_code(tactics) == (
+    audited = Target.of(theorem=source).audited_tactics(tactics)
+    assert audited.code == (
         "import Mathlib\n\nnamespace Foo\n\nset_option maxHeartbeats 400000 in\n"
-        "example (n : ℕ) : n + 0 = n := by\n  induction n with\n  | zero => rfl\n"
-        "  | succ n ih => simp"
+        "theorem bar (n : ℕ) : n + 0 = n := by\n  induction n with\n  | zero => rfl\n"
+        "  | succ n ih => simp\n\nend Foo\n#print axioms Foo.bar\n"
     )
+    assert (audited.first_line, audited.last_line, audited.audit_line) == (5, 9, 12)
     assert Target.of(theorem=source).statement() == (
         "set_option maxHeartbeats 400000 in\ntheorem Foo.bar (n : ℕ) : n + 0 = n := by"
     )
-    assert Target.of(goal="True").code("trivial") == "example : True := by\n  trivial"
+    goal = Target.of(goal="True").audited("trivial")
+    assert (
+        goal.code
+        == "theorem leanloop_goal : True := by\n  trivial\n\n#print axioms leanloop_goal\n"
+    )

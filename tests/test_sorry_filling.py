@@ -1,6 +1,12 @@
-"""Filling sorries in a user's files: a proof is written only when Lean accepted the whole file
-(Lean's verdicts are the recorded answers of a real Lean REPL, read by ReplServer), atomically,
-with a backup; everything else leaves the file as it was."""
+"""Filling sorries in a user's files: only the proof is replaced (what follows the declaration, line
+endings, a byte order mark and every other byte stay), Lean judges the filled declaration in its
+file (other declarations keep their sorries) and audits its axioms, and only then is the file
+written — atomically, with a backup, or on a branch checked and committed in its own worktree.
+
+Lean's answers here are leanloop's own verdict objects built by ``tests/audit_standin.py`` (a
+sorry warning for each declaration that still uses sorry, the answer to ``#print axioms`` taken
+from Lean's real reports where the theorem's name has one): these tests are about what filling
+does with a verdict."""
 
 from __future__ import annotations
 
@@ -9,29 +15,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from leanloop.agent.git_branch import BranchCommitter
-from leanloop.agent.sorry_filling import FillStatus, SorryFiller, forbidden_words, proof_body
+from leanloop.agent.git_branch import BranchWorkspace
+from leanloop.agent.sorry_filling import FillStatus, SorryFiller, proof_body, splice
 from leanloop.data.records import Pos, Repository, Theorem, TheoremStatus
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
+from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import ServerCrashed
-from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayTransport
-from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
-from leanloop.lean.verdict import Verdict
-
-
-def recorded_lean(transcripts) -> ReplServer:
-    """A ReplServer whose answers are the REPL's recorded answers to whole commands."""
-    exchanges = [
-        (request, response)
-        for t in transcripts.values()
-        if not t["needs_mathlib"] and not t["reads_files"]
-        for request, response in zip(t["requests"], t["responses"], strict=False)
-        if set(request) == {"cmd"}
-    ]
-    return ReplServer(ReplayTransport(exchanges, ordered=False))
+from leanloop.lean.server import LeanMessage, LeanServer
+from tests.audit_standin import audit_request, audited_answer, real_axiom_report
 
 
 def sorry_theorem(name: str, path: str = "Demo/Basic.lean", line: int = 1) -> Theorem:
@@ -46,100 +41,170 @@ def sorry_theorem(name: str, path: str = "Demo/Basic.lean", line: int = 1) -> Th
     )
 
 
-def project(tmp_path: Path, text: str) -> Path:
+def project(tmp_path: Path, text: str | bytes) -> Path:
     root = tmp_path / "demo"
     (root / "Demo").mkdir(parents=True)
-    (root / "Demo" / "Basic.lean").write_text(text)
+    data = text.encode() if isinstance(text, str) else text
+    (root / "Demo" / "Basic.lean").write_bytes(data)
     return root
 
 
-def test_an_accepted_proof_is_written_with_a_backup(tmp_path, transcripts):
-    original = "theorem bar : 1 = 1 := sorry"
-    root = project(tmp_path, original)
-    filler = SorryFiller(root, recorded_lean(transcripts))
-    result = filler.fill(sorry_theorem("bar"), "by\n\n/- Some long comment here -/\n\n  rfl")
-    assert result.status is FillStatus.WRITTEN, result.reason
-    written = (root / "Demo" / "Basic.lean").read_text()
-    assert written == "theorem bar : 1 = 1 := by\n\n/- Some long comment here -/\n\n  rfl"
-    assert result.backup.read_text() == original
-    assert result.backup.is_relative_to(root / ".leanloop-backups")
+def basic(root: Path) -> bytes:
+    return (root / "Demo" / "Basic.lean").read_bytes()
 
 
-@pytest.mark.parametrize(
-    ("proof", "words"),
-    [
-        ("by exact?", "`exact?` could not close the goal"),
-        ("by exact ex", "fail to show termination"),
-    ],
-)
-def test_a_proof_lean_rejects_is_reported_not_written(tmp_path, transcripts, proof, words):
-    original = "theorem ex : False := sorry"
-    root = project(tmp_path, original)
-    result = SorryFiller(root, recorded_lean(transcripts)).fill(sorry_theorem("ex"), proof)
-    assert result.status is FillStatus.REJECTED
-    assert words in result.reason and "line 1" in result.reason
-    assert (root / "Demo" / "Basic.lean").read_text() == original
-    assert not (root / ".leanloop-backups").exists()
+class Lean(LeanServer):
+    """Answers each check with leanloop's own verdict object (see the module docstring):
+    ``errors(code)`` gives the error messages, ``axioms``/``texts`` the audit's answer."""
 
-
-@pytest.mark.parametrize(
-    "proof", ["by sorry", "by\n  admit", "by native_decide", ["intro h", "exact sorry"]]
-)
-def test_proofs_that_are_not_proofs_are_refused_before_asking_lean(tmp_path, proof):
-    original = "theorem ex : False := sorry"
-    root = project(tmp_path, original)
-
-    lean = _Fixed(Verdict.ACCEPTED)
-    result = SorryFiller(root, lean).fill(sorry_theorem("ex"), proof)
-    assert result.status is FillStatus.FORBIDDEN and not result.written
-    assert lean.checked == []  # Lean was not even asked
-    assert (root / "Demo" / "Basic.lean").read_text() == original
-    assert forbidden_words('by simp -- no sorry here\n  exact ("admit")') == []
-
-
-class _Fixed(LeanServer):
-    """leanloop's own verdict object, built directly, for tests of what filling does with it."""
-
-    def __init__(self, verdict: Verdict, messages=(), error: Exception | None = None):
+    def __init__(self, *, errors=None, axioms=None, texts=None, failure=None, before=None):
         super().__init__()
-        self.result = CheckResult(verdict, tuple(messages))
-        self.error = error
+        self.errors, self.axioms, self.texts = errors, axioms, texts
+        self.failure, self.before = failure, before
         self.checked: list[str] = []
 
     def check(self, code):
         self.checked.append(code)
-        if self.error:
-            raise self.error
-        return self.result
+        if self.before is not None:
+            self.before(code)
+        if self.failure is not None:
+            raise self.failure
+        errors = self.errors(code) if self.errors is not None else []
+        return audited_answer(code, errors, self.axioms, self.texts)
 
     generation = 0
     start_proof = start_theorem = open_sorries = run_tactic = close = None
 
 
-def test_other_declarations_may_keep_their_sorries(tmp_path):
+# -- what is replaced, and what stays --------------------------------------------------------------
+
+AFTER = {
+    "proof_wanted": "\nproof_wanted later : 1 = 1\n",
+    "notation3": '\nnotation3 "∑' + "' " + '"(...)", "r:67:(scoped f => Finset.sum s r) => r\n',
+    "declare_syntax_cat": "\ndeclare_syntax_cat myterm\n",
+    "register_simp_attr": "\nregister_simp_attr my_simps\n",
+    "scoped notation": '\nscoped[Demo] notation "ε" => (0 : ℕ)\n',
+    "indented end": "\n  end Demo\n",
+    "doc and attribute": "\n/-- The next one. -/\n@[simp]\ntheorem next : True := trivial\n",
+    "comment": "  -- the proof is still to come\n\n-- next\ntheorem next : True := trivial\n",
+    "open": "\nopen Nat\n\n#check succ\n",
+}
+
+
+@pytest.mark.parametrize("after", list(AFTER.values()), ids=list(AFTER))
+def test_only_the_proof_is_replaced(tmp_path, after):
+    original = f"namespace Demo\n\ntheorem a (n : ℕ) : n = n := by\n  sorry\n{after}"
+    root = project(tmp_path, original)
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("Demo.a", line=3), ["rfl"])
+    assert result.status is FillStatus.WRITTEN, result.reason
+    expected = original.replace(":= by\n  sorry", ":= by\n  rfl")
+    assert basic(root) == expected.encode()
+    assert result.backup.read_bytes() == original.encode()
+    assert result.backup.is_relative_to(root / ".leanloop-backups")
+    # Lean judged the whole filled file, what follows included, and audited Demo.a at the top
+    (code,) = lean.checked
+    assert code.startswith(expected.rstrip()) and code.endswith("#print axioms Demo.a\n")
+    assert result.axioms == ("propext",)
+
+
+def test_where_and_termination_clauses_stay_with_their_declaration(tmp_path):
+    original = (
+        "def f (n : ℕ) : ℕ := sorry\ntermination_by n\ndecreasing_by\n  simp_wf\n\n"
+        "theorem g : f 0 = f 0 := by\n  exact helper\nwhere\n  helper : f 0 = f 0 := sorry\n"
+    )
+    root = project(tmp_path, original)
+    filler = SorryFiller(root, Lean())
+    assert filler.fill(sorry_theorem("f"), "go n").status is FillStatus.WRITTEN
+    assert basic(root).decode() == original.replace("ℕ := sorry", "ℕ := go n", 1)
+    # g's sorry is in its 'where' helper, not in its proof: nothing to replace there
+    result = filler.fill(sorry_theorem("g", line=6), ["rfl"])
+    assert result.status is FillStatus.NOT_FOUND and "proof has no sorry" in result.reason
+
+
+def test_line_endings_a_byte_order_mark_tabs_and_no_final_newline_are_kept(tmp_path):
+    original = (
+        "\ufeffimport Demo.Base\r\n\r\n-- a\ttab\r\ntheorem a : True := by\r\n  sorry\r\n\r\n"
+        "theorem b : True := by\r\n\tsorry"
+    ).encode()
+    root = project(tmp_path, original)
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("b", line=7), ["trivial", "done"])
+    assert result.written, result.reason
+    assert basic(root) == original.replace(b"by\r\n\tsorry", b"by\r\n  trivial\r\n  done")
+    # Lean is shown the file without the mark and with LF line ends (line numbers unchanged)
+    (code,) = lean.checked
+    assert not code.startswith("\ufeff") and "\r" not in code
+    assert code.split("\n")[6:9] == ["theorem b : True := by", "  trivial", "  done"]
+
+
+def test_a_later_theorem_is_proved_while_an_earlier_sorry_stays(tmp_path):
     text = "theorem a : True := sorry\n\ntheorem b : True := by\n  sorry\n"
     root = project(tmp_path, text)
-    warning_b = LeanMessage("warning", "declaration uses `sorry`", line=3, column=8)
-    ok = SorryFiller(root, _Fixed(Verdict.CONTAINS_SORRY, [warning_b]))
-    result = ok.fill(sorry_theorem("a"), ["trivial"])
-    assert result.written
-    assert (root / "Demo" / "Basic.lean").read_text() == (
-        "theorem a : True := by\n  trivial\n\ntheorem b : True := by\n  sorry\n"
-    )
-    # b now starts on line 4: a sorry warning there is b's own
-    own = LeanMessage("warning", "declaration uses `sorry`", line=4, column=8)
-    again = SorryFiller(root, _Fixed(Verdict.CONTAINS_SORRY, [own]))
-    result = again.fill(sorry_theorem("b", line=4), ["exact?"])
-    assert result.status is FillStatus.REJECTED and "thanks to a sorry" in result.reason
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("b", line=3), ["trivial"])
+    assert result.written, result.reason
+    assert basic(root) == b"theorem a : True := sorry\n\ntheorem b : True := by\n  trivial\n"
+    # Lean warned about a's sorry in the file it checked: that did not decide b's verdict
+    (code,) = lean.checked
+    assert [m.line for m in audited_answer(code).messages if m.severity == "warning"] == [1]
+    # a proof that keeps a sorry of its own is not one
+    again = SorryFiller(root, Lean()).fill(sorry_theorem("a"), ["exact sorry"])
+    assert again.status is FillStatus.REJECTED and "thanks to a sorry" in again.reason
+    assert basic(root).startswith(b"theorem a : True := sorry\n")
 
 
-def test_a_server_failure_leaves_the_file_alone(tmp_path):
+# -- what Lean and the audit decide ----------------------------------------------------------------
+
+
+def test_a_proof_lean_rejects_is_reported_not_written(tmp_path):
     original = "theorem ex : False := sorry"
     root = project(tmp_path, original)
-    crashed = _Fixed(Verdict.ACCEPTED, error=ServerCrashed("the Lean REPL exited with status 3"))
-    result = SorryFiller(root, crashed).fill(sorry_theorem("ex"), "by simp")
+
+    def unsolved(code):
+        return [LeanMessage("error", "unsolved goals\n⊢ False", 1, 22)]
+
+    result = SorryFiller(root, Lean(errors=unsolved)).fill(sorry_theorem("ex"), "by simp")
+    assert result.status is FillStatus.REJECTED
+    assert result.reason == "Lean rejected it: line 1: unsolved goals"
+    assert basic(root) == original.encode() and not (root / ".leanloop-backups").exists()
+
+
+@pytest.mark.parametrize("proof", ["by native_decide", "by decide +native"])
+def test_native_code_is_refused_by_the_audit_unless_allowed(tmp_path, fixtures, proof):
+    original = "theorem one_add_one : 1 + 1 = 2 := sorry\n"
+    root = project(tmp_path, original)
+    # the proof's axioms as Lean reported them for a native_decide proof of this theorem
+    report = real_axiom_report(fixtures, "#print axioms one_add_one")
+    lean = Lean(texts={"one_add_one": report})
+    refused = SorryFiller(root, lean).fill(sorry_theorem("one_add_one"), proof)
+    assert refused.status is FillStatus.REFUSED and "allow_native is off" in refused.reason
+    assert refused.status.attempt_status == "refused"
+    assert basic(root) == original.encode()
+    policy = AxiomPolicy(allow_native=True)
+    allowed = SorryFiller(root, lean, policy=policy).fill(sorry_theorem("one_add_one"), proof)
+    assert allowed.written and "Lean.ofReduceBool" in allowed.axioms
+
+
+def test_an_error_around_the_declaration_or_a_server_failure_leaves_the_file_alone(tmp_path):
+    original = "import Nope\n\ntheorem ex : True := sorry\n"
+    root = project(tmp_path, original)
+
+    def broken_import(code):
+        return [LeanMessage("error", "unknown module prefix 'Nope'", 1, 0)]
+
+    broken = SorryFiller(root, Lean(errors=broken_import)).fill(
+        sorry_theorem("ex", line=3), "by simp"
+    )
+    assert broken.status is FillStatus.CHECK_FAILED
+    assert "before the declaration does not elaborate" in broken.reason
+    crashed = Lean(failure=ServerCrashed("the Lean REPL exited with status 3"))
+    result = SorryFiller(root, crashed).fill(sorry_theorem("ex", line=3), "by simp")
     assert result.status is FillStatus.CHECK_FAILED and "exited" in result.reason
-    assert (root / "Demo" / "Basic.lean").read_text() == original
+    assert basic(root) == original.encode()
+
+
+# -- the file and the database ---------------------------------------------------------------------
 
 
 def test_a_failure_while_writing_leaves_the_original_intact(tmp_path, monkeypatch):
@@ -150,18 +215,20 @@ def test_a_failure_while_writing_leaves_the_original_intact(tmp_path, monkeypatc
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", disk_full)
-    with pytest.raises(OSError, match="No space"):
-        SorryFiller(root, _Fixed(Verdict.ACCEPTED)).fill(sorry_theorem("a"), ["trivial"])
+    result = SorryFiller(root, Lean()).fill(sorry_theorem("a"), ["trivial"])
     monkeypatch.undo()
-    assert (root / "Demo" / "Basic.lean").read_text() == original
+    assert result.status is FillStatus.WRITE_FAILED and "No space left" in result.reason
+    assert basic(root) == original.encode()
     assert [p.name for p in (root / "Demo").iterdir()] == ["Basic.lean"]  # no temporary left
 
 
 def test_gone_or_changed_declarations_are_not_touched(tmp_path):
-    root = project(tmp_path, "theorem a : True := trivial\n")
-    filler = SorryFiller(root, _Fixed(Verdict.ACCEPTED))
+    root = project(tmp_path, "theorem a : True := trivial\n\ndef f : ℕ → ℕ\n  | _ => sorry\n")
+    filler = SorryFiller(root, Lean())
     assert filler.fill(sorry_theorem("a"), ["trivial"]).status is FillStatus.NOT_FOUND
     assert filler.fill(sorry_theorem("zzz"), ["trivial"]).status is FillStatus.NOT_FOUND
+    matching = filler.fill(sorry_theorem("f", line=3), "0")
+    assert matching.status is FillStatus.NOT_FOUND and "not ':= ...'" in matching.reason
     outside = sorry_theorem("a", path="../elsewhere.lean")
     with pytest.raises(LeanloopError, match="outside the project"):
         filler.fill(outside, ["trivial"])
@@ -172,7 +239,7 @@ def test_the_database_marks_the_theorem_proved(tmp_path):
     database = DynamicDatabase(tmp_path / "lean.db")
     theorem = sorry_theorem("a")
     database.add_repository(Repository(url=theorem.url, commit=theorem.commit), [theorem])
-    filler = SorryFiller(root, _Fixed(Verdict.ACCEPTED), database=database)
+    filler = SorryFiller(root, Lean(), database=database)
     assert filler.fill(theorem, ["trivial"]).written
     (proved,) = database.get_theorems(status="sorry_proved")
     assert proved.full_name == "a" and proved.proof == "by\n  trivial"
@@ -183,59 +250,182 @@ def test_a_file_edited_while_lean_checks_is_left_as_the_user_made_it(tmp_path):
     root = project(tmp_path, "theorem a : True := sorry\n")
     file = root / "Demo" / "Basic.lean"
     edited = "theorem a : True := sorry\n\ntheorem b : 2 = 2 := rfl\n"
-
-    class EditedMeanwhile(_Fixed):
-        def check(self, code):
-            file.write_text(edited)  # the user saves the file while Lean works
-            return super().check(code)
-
-    result = SorryFiller(root, EditedMeanwhile(Verdict.ACCEPTED)).fill(
-        sorry_theorem("a"), ["trivial"]
-    )
-    assert result.status is FillStatus.NOT_FOUND and "changed while Lean checked" in result.reason
+    lean = Lean(before=lambda code: file.write_text(edited))  # the user saves meanwhile
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.CHANGED and "changed while Lean checked" in result.reason
     assert file.read_text() == edited
 
 
 def test_a_written_proof_the_database_cannot_record_is_still_reported_written(tmp_path):
     root = project(tmp_path, "theorem a : True := sorry\n")
     database = DynamicDatabase(tmp_path / "lean.db")  # the theorem is not in it
-    filler = SorryFiller(root, _Fixed(Verdict.ACCEPTED), database=database)
+    filler = SorryFiller(root, Lean(), database=database)
     result = filler.fill(sorry_theorem("a"), ["trivial"])
     assert result.status is FillStatus.WRITTEN and result.backup is not None
     assert "not recorded in the database" in result.reason
-    assert (root / "Demo" / "Basic.lean").read_text() == "theorem a : True := by\n  trivial\n"
+    assert basic(root) == b"theorem a : True := by\n  trivial\n"
 
 
-def test_proofs_are_committed_on_their_own_branch(tmp_path):
-    root = project(tmp_path, "theorem a : True := sorry\n")
+# -- a branch of its own ---------------------------------------------------------------------------
 
-    def git(*args):
-        return subprocess.run(
-            ["git", *args], cwd=root, check=True, capture_output=True, text=True
-        ).stdout.strip()
 
-    git("init", "-q", "-b", "main")
-    git("add", ".")
-    git("-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "start")
-    head = git("rev-parse", "HEAD")
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def committed_project(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
+    root = tmp_path / "repo"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "start")
+    return root, git(root, "rev-parse", "HEAD")
+
+
+def test_on_a_branch_lean_checks_and_commits_what_the_branch_holds(tmp_path):
+    files = {
+        "Demo/Basic.lean": "import Demo.Base\n\ntheorem a : True := sorry\n",
+        "Demo/Base.lean": "def base : ℕ := 1\n",
+    }
+    root, head = committed_project(tmp_path, files)
+    # uncommitted work of the user: another file, and the file to fill itself
+    (root / "Demo" / "Base.lean").write_text("def base : ℕ := 2 -- not committed\n")
     with pytest.raises(LeanloopError, match="checked out"):
-        BranchCommitter(root, "main")
-    branch = BranchCommitter(root, "leanloop/proofs")
-    result = SorryFiller(root, _Fixed(Verdict.ACCEPTED), branch=branch).fill(
-        sorry_theorem("a"), ["trivial"]
-    )
-    assert result.written and result.commit
-    assert git("rev-parse", "HEAD") == head and git("symbolic-ref", "--short", "HEAD") == "main"
+        BranchWorkspace(root, "main")
+    lean = Lean()
+    with BranchWorkspace(root, "leanloop/proofs") as branch:
+        filler = SorryFiller(root, lean, branch=branch)
+        assert filler.tree == branch.worktree and filler.tree != root
+        result = filler.fill(sorry_theorem("a"), ["trivial"])
+        worktree = branch.worktree
+    assert result.written and result.commit == git(root, "rev-parse", "leanloop/proofs")
+    assert not worktree.exists()  # the worktree is gone, the branch stays
+    # the branch is HEAD plus the proof, nothing else
+    assert git(root, "rev-parse", "leanloop/proofs^") == head
+    assert git(root, "diff", "--name-only", head, "leanloop/proofs") == "Demo/Basic.lean"
+    filled = "import Demo.Base\n\ntheorem a : True := by\n  trivial\n"
+    assert git(root, "show", "leanloop/proofs:Demo/Basic.lean") + "\n" == filled
+    assert git(root, "show", "leanloop/proofs:Demo/Base.lean") + "\n" == files["Demo/Base.lean"]
+    (code,) = lean.checked
+    assert code.startswith(filled.rstrip())  # what Lean checked is what the branch holds
+    # the user's file matched the branch's: it got the proof too; their other work is kept
+    assert result.working_tree == "written" and basic(root) == filled.encode()
+    assert (root / "Demo" / "Base.lean").read_text() == "def base : ℕ := 2 -- not committed\n"
     assert (
-        git("show", "leanloop/proofs:Demo/Basic.lean") + "\n"
-        == (root / "Demo" / "Basic.lean").read_text()
+        git(root, "rev-parse", "HEAD") == head and git(root, "branch", "--show-current") == "main"
     )
-    assert git("rev-parse", "leanloop/proofs^") == head
-    assert git("diff", "--cached", "--name-only") == ""  # the user's index is untouched
+    assert git(root, "diff", "--cached", "--name-only") == ""  # the user's index is untouched
 
 
-def test_proof_bodies():
+def test_on_a_branch_a_user_s_changed_file_is_left_as_it_is(tmp_path):
+    root, _head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    mine = "theorem a : True := sorry\n\ntheorem mine : 1 = 1 := rfl\n"
+    (root / "Demo" / "Basic.lean").write_text(mine)
+    with BranchWorkspace(root, "proofs") as branch:
+        result = SorryFiller(root, Lean(), branch=branch).fill(sorry_theorem("a"), ["trivial"])
+    assert result.written and result.working_tree == "left" and "differs" in result.reason
+    assert basic(root) == mine.encode() and result.backup is None
+    assert git(root, "show", "proofs:Demo/Basic.lean") == "theorem a : True := by\n  trivial"
+
+
+# -- the pieces ------------------------------------------------------------------------------------
+
+
+def test_proof_bodies_and_splices():
     assert proof_body(":= by simp") == "by simp"
     assert proof_body(["intro h", "cases h with\n| inl a => exact a\n| inr b => exact b"], 2) == (
         "by\n    intro h\n    cases h with\n    | inl a => exact a\n    | inr b => exact b"
     )
+    assert proof_body(["intro h", "exact h"], 0, "\r\n") == "by\r\n  intro h\r\n  exact h"
+    assert splice(b"abcdef", 2, 4, b"XYZ") == b"abXYZef"
+    with pytest.raises(LeanloopError, match="not inside the file"):
+        splice(b"abc", 2, 9, b"")
+
+
+# -- the invariant, over generated files -----------------------------------------------------------
+
+# Blocks of Lean source a filled declaration may sit among: commands of every kind, with and
+# without indentation, that must come out of a fill exactly as they went in.
+OTHER_BLOCKS = [
+    "proof_wanted later : 1 = 1\n",
+    'notation3 "∑ " x => x\n',
+    "declare_syntax_cat myterm\n",
+    "register_simp_attr my_simps\n",
+    'scoped[Demo] notation "ε" => (0 : ℕ)\n',
+    "open Nat in\ntheorem other : True := trivial\n",
+    "/-- A doc. -/\n@[simp] lemma other2 : True := trivial\n",
+    "-- a comment\n",
+    "/-! # A module doc -/\n",
+    "#check Nat.succ\n",
+    "section\nvariable (n : ℕ)\nend\n",
+    "example : True := by\n\ttrivial\n",
+    "theorem open_one : False := sorry\n",
+    "instance : Inhabited ℕ := ⟨0⟩\n",
+    "set_option maxHeartbeats 400 in\ndef d : ℕ := 1\n",
+]
+# (the proof a fill replaces, what follows it on its lines and stays: a trailing comment)
+BODIES = [
+    (":= sorry", ""),
+    (":= by\n  sorry", ""),
+    (":= by\n  intro h\n  sorry", ""),
+    (":=\n  by\n    sorry", ""),
+    (":= by sorry", "\n  -- left for later"),
+    (":= by\n  have h : True := by\n    sorry\n  exact h", " -- done?"),
+]
+TRAILERS = ["", "\nwhere\n  helper : True := trivial", "\ntermination_by 0", "\ndecreasing_by simp"]
+
+
+@st.composite
+def lean_files(draw):
+    before = draw(st.lists(st.sampled_from(OTHER_BLOCKS), max_size=4))
+    after = draw(st.lists(st.sampled_from(OTHER_BLOCKS), max_size=4))
+    indent = draw(st.sampled_from(["", "  "]))
+    after_end = draw(st.sampled_from(["", f"{indent}end Demo\n"]))
+    body, kept = draw(st.sampled_from(BODIES))
+    trailer = draw(st.sampled_from(TRAILERS))
+    statement = draw(
+        st.sampled_from(["theorem target : True", "theorem target (n : ℕ) :\n    n = n"])
+    )
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    bom = draw(st.booleans())
+    final_newline = draw(st.booleans())
+    head = "namespace Demo\n\n" + "\n".join(before) + "\n"
+    target = f"{statement} {body}{kept}{trailer}\n"
+    tail = "\n" + "\n".join(after) + after_end
+    if not final_newline:
+        tail = tail.rstrip("\n")
+
+    def encode(text: str) -> bytes:
+        mark = "\ufeff" if bom else ""
+        return (mark + text.replace("\n", newline)).encode()
+
+    proof = draw(st.sampled_from([["trivial"], ["intro h", "exact h"], ["simp\nrfl"]]))
+    expected_body = proof_body(proof, 0)
+    return (
+        encode(head + target + tail),
+        encode(head + f"{statement} := {expected_body}{kept}{trailer}\n" + tail),
+        proof,
+        head.count("\n") + 1,
+    )
+
+
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(case=lean_files())
+def test_a_fill_changes_nothing_but_the_proof(tmp_path_factory, case):
+    original, expected, proof, line = case
+    root = project(tmp_path_factory.mktemp("gen"), original)
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("Demo.target", line=line), proof)
+    assert result.status is FillStatus.WRITTEN, result.reason
+    assert basic(root) == expected
+    (code,) = lean.checked
+    assert audit_request(code)[0] == "Demo.target"

@@ -27,7 +27,8 @@ _EXPORTS = {
     "SorryFiller": "leanloop.agent.sorry_filling",
     "FillResult": "leanloop.agent.sorry_filling",
     "FillStatus": "leanloop.agent.sorry_filling",
-    "BranchCommitter": "leanloop.agent.git_branch",
+    "BranchWorkspace": "leanloop.agent.git_branch",
+    "SorryWriter": "leanloop.agent.proving",
 }
 
 __all__ = list(_EXPORTS)

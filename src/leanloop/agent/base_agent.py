@@ -16,7 +16,7 @@ from leanloop.agent.repositories import AgentRepository, setup_dataset, setup_pr
 from leanloop.data.records import Repository, Theorem
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
-from leanloop.prover.config import ProverConfig
+from leanloop.prover.config import ProofMode, ProverConfig
 
 if TYPE_CHECKING:
     from leanloop.agent.evaluation import Evaluation
@@ -212,6 +212,7 @@ class BaseAgent(ABC):
         self,
         whole_proof: bool = False,
         *,
+        mode: ProofMode | str | None = None,
         branch: str | None = None,
         run: str | None = None,
         out_dir: str | os.PathLike | None = None,
@@ -220,18 +221,22 @@ class BaseAgent(ABC):
         report per repository (also written to ``out_dir/<repository>``, by default
         ``<work_dir>/prove``).
 
-        For a Lean project, each is searched for (``whole_proof``: whole-proof mode) on a warm
-        Lean REPL and a proof is written into its file only after Lean accepted the whole file
-        (a backup kept; with ``branch``, also committed on that new branch); this needs Lean,
-        and says what is missing when it is not installed. A repository set up from a dataset
-        has no Lean project: its recorded steps are replayed instead (its sorry theorems that
-        have recorded steps, else its test theorems), which proves nothing and writes nothing.
+        ``mode`` is ``search`` (tactic by tactic) or ``whole`` (whole proofs);
+        ``whole_proof=True`` (LeanDojo-v2's argument) is ``mode="whole"``. For a Lean project,
+        each theorem goes through the proving engine on warm Lean REPLs, and a proof is written
+        into its file only after Lean accepted the filled declaration there and its axioms
+        passed the audit (a backup kept; with ``branch``, checked and committed in that new
+        branch's own worktree); this needs Lean, and says what is missing when it is not
+        installed. A repository set up from a dataset has no Lean project: its recorded steps
+        are replayed instead (its sorry theorems that have recorded steps, else its test
+        theorems), which proves nothing and writes nothing.
 
         Attempts are stored in the database under ``run`` (default: from the prover); a second
         ``prove()`` of the same run skips the theorems it finished.
         """
-        from leanloop.agent.proving import lean_servers, prove_sorries
+        from leanloop.agent.proving import prove_sorries
         from leanloop.agent.repositories import require_lean
+        from leanloop.lean.launch import ReplLauncher
 
         if not self.repos:
             raise LeanloopError(
@@ -239,40 +244,39 @@ class BaseAgent(ABC):
                 hint="call setup_github_repository(), setup_local_repository() or "
                 "setup_dataset() first",
             )
+        chosen = ProofMode(mode) if mode is not None else ProofMode.SEARCH
+        if whole_proof:
+            chosen = ProofMode.WHOLE
         if any(e.has_project for e in self.repos):
             require_lean()  # before a repository is cloned again
         projects = {e.repository: e.open_project() for e in self.repos if e.has_project}
-        pools = {}
-        try:
-            for repository, project in projects.items():  # Lean is needed: say so first
-                pools[repository] = lean_servers(project.root, self.prover_config)
-            prover = self._setup_prover()
-            name = run or f"prove:{prover.identity}" + (":whole" if whole_proof else "")
-            reports = []
-            for entry in self.repos:
-                if entry.has_project:
-                    theorems = self.database.get_sorry_theorems(entry.repository)
-                    report = prove_sorries(
-                        theorems,
-                        prover,
-                        projects[entry.repository].root,
-                        servers=pools[entry.repository],
-                        database=self.database,
-                        branch=branch,
-                        whole_proof=whole_proof,
-                        run=name,
-                    )
-                else:
-                    report = self._replay(entry, prover, whole_proof, f"{name}:replay")
-                report.write(Path(out_dir or self.work_dir / "prove") / entry.slug)
-                log.warning("%s: %s", entry.repository, report.summary())
-                reports.append(report)
-            return reports
-        finally:
-            for pool in pools.values():
-                pool.close()
+        launchers = {  # Lean is needed: say so before any model loads
+            repository: ReplLauncher.for_project(project, timeout=self.prover_config.tactic_timeout)
+            for repository, project in projects.items()
+        }
+        prover = self._setup_prover()
+        name = run or f"prove:{prover.identity}" + (":whole" if chosen is ProofMode.WHOLE else "")
+        reports = []
+        for entry in self.repos:
+            if entry.has_project:
+                report = prove_sorries(
+                    self.database.get_sorry_theorems(entry.repository),
+                    prover,
+                    projects[entry.repository].root,
+                    servers=launchers[entry.repository],
+                    database=self.database,
+                    branch=branch,
+                    mode=chosen,
+                    run=name,
+                )
+            else:
+                report = self._replay(entry, prover, chosen, f"{name}:replay")
+            report.write(Path(out_dir or self.work_dir / "prove") / entry.slug)
+            log.warning("%s: %s", entry.repository, report.summary())
+            reports.append(report)
+        return reports
 
-    def _replay(self, entry: AgentRepository, prover: BaseProver, whole_proof: bool, run: str):
+    def _replay(self, entry: AgentRepository, prover: BaseProver, mode: ProofMode, run: str):
         from leanloop.agent.proving import prove_sorries
         from leanloop.prover.replay import ReplayServer
 
@@ -289,7 +293,7 @@ class BaseAgent(ABC):
             None,
             servers=lambda: ReplayServer(theorems),
             database=self.database,
-            whole_proof=whole_proof,
+            mode=mode,
             run=run,
         )
 

@@ -1,5 +1,7 @@
-"""Commit files on a git branch other than the current one without touching the working tree,
-the index or the current branch (git's plumbing with an index of its own)."""
+"""A git branch of its own for proofs, worked on in a clean worktree: the branch starts at HEAD,
+each proof is checked by Lean and committed there, so the branch is exactly HEAD plus the checked
+proofs (the user's uncommitted changes never reach it); the user's working tree, index and
+current branch are not touched."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from leanloop.errors import LeanloopError
@@ -20,90 +22,104 @@ _IDENTITY = {
 }
 
 
-class BranchCommitter:
-    """Commits onto ``branch`` of the git repository holding ``path``: the branch starts at the
-    current commit (``HEAD``) if it does not exist, and each commit goes on top of it."""
+def _git(cwd: Path, *args: str, env: Mapping[str, str] | None = None, check: bool = True):
+    result = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=None if env is None else {**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    if check and result.returncode != 0:
+        reason = (result.stderr or result.stdout).strip().splitlines()
+        raise LeanloopError(
+            f"git {args[0]} failed in {cwd}: {reason[-1] if reason else result.returncode}"
+        )
+    return result
+
+
+class BranchWorkspace:
+    """``branch`` of the git repository holding ``path``, checked out in a worktree of its own
+    (made by ``open()``, removed by ``close()``). The branch is created at HEAD when it does not
+    exist; it may never be the branch checked out in the user's working tree."""
 
     def __init__(self, path: str | Path, branch: str) -> None:
         if shutil.which("git") is None:
             raise LeanloopError("git is not installed", hint="install git to commit on a branch")
-        self.root = Path(self._git(Path(path), "rev-parse", "--show-toplevel").strip())
-        self.branch = branch
-        check = subprocess.run(
-            ["git", "check-ref-format", "--branch", branch], capture_output=True, text=True
-        )
-        if check.returncode != 0:
-            raise LeanloopError(f"--branch {branch!r} is not a valid branch name")
-        current = subprocess.run(
-            ["git", "symbolic-ref", "--quiet", "--short", "HEAD"],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        if current == branch:
+        found = _git(Path(path), "rev-parse", "--show-toplevel", check=False)
+        if found.returncode != 0:
             raise LeanloopError(
-                f"--branch {branch} is the branch checked out in {self.root}",
+                f"--branch {branch}: {path} is not in a git repository",
+                hint="commit the project to git first, or leave --branch out",
+            )
+        self.repo = Path(found.stdout.strip())
+        self.branch = branch
+        if _git(self.repo, "check-ref-format", "--branch", branch, check=False).returncode != 0:
+            raise LeanloopError(f"--branch {branch!r} is not a valid branch name")
+        current = _git(self.repo, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        if current.stdout.strip() == branch:
+            raise LeanloopError(
+                f"--branch {branch} is the branch checked out in {self.repo}",
                 hint="name a new branch: proofs are never committed on your current branch",
             )
+        self.worktree: Path | None = None
+        self._parent: Path | None = None
 
-    def _git(self, cwd: Path, *args: str, env: Mapping[str, str] | None = None, stdin=None):
-        result = subprocess.run(
-            ["git", *args],
-            cwd=cwd,
-            env=None if env is None else {**os.environ, **env},
-            input=stdin,
-            capture_output=True,
-            text=True,
-        )
-        if result.returncode != 0:
-            reason = (result.stderr or result.stdout).strip().splitlines()
-            raise LeanloopError(
-                f"git {args[0]} failed in {cwd}: {reason[-1] if reason else result.returncode}"
-            )
-        return result.stdout
+    # -- the worktree --------------------------------------------------------------------------
 
-    def _tip(self) -> str:
+    def open(self) -> Path:
+        """The branch's worktree (made on first use): a clean checkout of the branch, which
+        starts at HEAD."""
+        if self.worktree is not None:
+            return self.worktree
         ref = f"refs/heads/{self.branch}"
-        found = subprocess.run(
-            ["git", "rev-parse", "--verify", "--quiet", ref],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
+        if _git(self.repo, "rev-parse", "--verify", "--quiet", ref, check=False).returncode:
+            _git(self.repo, "branch", self.branch, "HEAD")
+        self._parent = Path(tempfile.mkdtemp(prefix="leanloop-worktree-"))
+        worktree = self._parent / self.repo.name
+        _git(self.repo, "worktree", "add", "--quiet", str(worktree), self.branch)
+        self.worktree = worktree
+        return worktree
+
+    def project_root(self, project: str | Path) -> Path:
+        """Where ``project`` (a directory of the user's repository) is in the worktree."""
+        relative = Path(project).resolve().relative_to(self.repo.resolve())
+        return self.open() / relative
+
+    def commit(self, paths: Iterable[Path], message: str) -> str:
+        """Commit ``paths`` (files of the worktree) on the branch; returns the commit id."""
+        worktree = self.open()
+        names = [str(Path(p).resolve().relative_to(worktree.resolve())) for p in paths]
+        _git(worktree, "add", "--", *names)
+        identity = None if self._has_identity(worktree) else _IDENTITY
+        _git(
+            worktree, "commit", "--quiet", "--no-verify", "-m", message, "--", *names, env=identity
         )
-        if found.returncode == 0:
-            return found.stdout.strip()
-        return self._git(self.root, "rev-parse", "--verify", "HEAD").strip()
+        return _git(worktree, "rev-parse", "HEAD").stdout.strip()
 
-    def commit(self, files: Mapping[Path, str], message: str) -> str:
-        """Commit ``files`` (path -> full new text) on the branch; returns the commit id."""
-        parent = self._tip()
-        with tempfile.TemporaryDirectory(prefix="leanloop-index-") as tmp:
-            env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-            self._git(self.root, "read-tree", parent, env=env)
-            for path, text in files.items():
-                relative = Path(path).resolve().relative_to(self.root).as_posix()
-                blob = self._git(self.root, "hash-object", "-w", "--stdin", stdin=text).strip()
-                self._git(
-                    self.root,
-                    "update-index",
-                    "--add",
-                    "--cacheinfo",
-                    f"100644,{blob},{relative}",
-                    env=env,
-                )
-            tree = self._git(self.root, "write-tree", env=env).strip()
-        identity = {} if self._has_identity() else _IDENTITY
-        commit = self._git(
-            self.root, "commit-tree", tree, "-p", parent, "-m", message, env=identity
-        ).strip()
-        self._git(self.root, "update-ref", f"refs/heads/{self.branch}", commit)
-        return commit
+    def tip(self) -> str:
+        return _git(self.repo, "rev-parse", f"refs/heads/{self.branch}").stdout.strip()
 
-    def _has_identity(self) -> bool:
+    def close(self) -> None:
+        """Remove the worktree (the branch and its commits stay)."""
+        if self.worktree is not None:
+            _git(self.repo, "worktree", "remove", "--force", str(self.worktree), check=False)
+            _git(self.repo, "worktree", "prune", check=False)
+            self.worktree = None
+        if self._parent is not None:
+            shutil.rmtree(self._parent, ignore_errors=True)
+            self._parent = None
+
+    def __enter__(self) -> BranchWorkspace:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    @staticmethod
+    def _has_identity(cwd: Path) -> bool:
         names = [
-            subprocess.run(
-                ["git", "config", key], cwd=self.root, capture_output=True, text=True
-            ).stdout.strip()
+            _git(cwd, "config", key, check=False).stdout.strip()
             for key in ("user.name", "user.email")
         ]
         return all(names)

@@ -25,7 +25,7 @@ from leanloop.configfile import CONFIG, ConfigBase
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
-from leanloop.prover.config import ProverConfig
+from leanloop.prover.config import ProofMode, ProverConfig
 from leanloop.prover.retrieval import RetrievalProver
 from leanloop.trainer.retrieval import RetrievalTrainer
 from leanloop.trainer.retrieval_config import TrainingConfig
@@ -152,7 +152,9 @@ class LeanAgentConfig(ConfigBase):
     )
     train: bool = Field(True, description="Train on the repositories.")
     prove: bool = Field(True, description="Prove the repositories' open sorries.")
-    whole_proof: bool = Field(False, description="Prove in whole-proof mode.")
+    mode: ProofMode = Field(
+        ProofMode.SEARCH, description="How prove() proves: search, or whole (whole proofs)."
+    )
     branch: str | None = Field(
         None, description="Commit written proofs on this new git branch of each project."
     )
@@ -207,7 +209,7 @@ def run(config: LeanAgentConfig) -> LeanAgent:
             )
             print(f"lifelong R@10: {figures or 'no test steps'} ({config.training.output_dir})")
     if config.prove:
-        for report in agent.prove(config.whole_proof, branch=config.branch):
+        for report in agent.prove(mode=config.mode, branch=config.branch):
             print(report.summary())
     return agent
 

@@ -312,10 +312,10 @@ def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -
     the search together). What is found is replayed, not proved: no Lean checked it."""
     from leanloop.data.leandojo import LeanDojoDataset
     from leanloop.prover.config import ProverConfig
-    from leanloop.prover.evaluation import evaluate
     from leanloop.prover.hf import HFProver
     from leanloop.prover.recorded import RecordedProver
     from leanloop.prover.replay import ReplayServer
+    from leanloop.prover.run import evaluate
 
     export = out / "export"
     test = [
@@ -345,8 +345,9 @@ def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -
         run="run:recorded:replay",
     )
     say(
-        f"  recorded proofs found: trained generator {model.pass_at_1:.2f} of "
-        f"{model.theorems}, recorded diagnostic {recorded.pass_at_1:.2f} of {recorded.theorems}"
+        f"  recorded proofs found (replay, not proving): trained generator "
+        f"{round(model.rate_at_1 * model.theorems)} of {model.theorems}, recorded diagnostic "
+        f"{round(recorded.rate_at_1 * recorded.theorems)} of {recorded.theorems}"
     )
     return SearchSummary(model=model, diagnostic=recorded)
 
@@ -391,7 +392,6 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
             num_sampled_tactics=config.eval_k,
             seed=config.seed,
         ),
-        project_root=project,
     )
     report = prove_sorries(
         theorems, prover, project, database=database, run=f"run:lean:{prover.identity}"

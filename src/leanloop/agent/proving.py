@@ -1,23 +1,24 @@
-"""Prove open ``sorry`` theorems and write back what Lean accepts: for each theorem, proof search
-(or whole-proof mode) on a warm pooled server, the proof put into its file by ``SorryFiller``
-(written only when Lean accepts the whole file), the attempt stored in the database, and a
-``SorryReport`` (JSON, Markdown, plot) of every theorem tried. Without a project (a replay of
-recorded steps) nothing is written and nothing is called proved."""
+"""Prove open ``sorry`` theorems and write back what Lean accepts: the proving engine
+(``leanloop.prover.run``) proves each theorem (search or whole proofs, checked by Lean and
+audited), and its hook (``SorryWriter``) puts each proof into its file with ``SorryFiller`` —
+written only when Lean accepted the filled declaration there, or committed on a branch of its
+own — and a ``SorryReport`` (JSON, Markdown, plot) lists every theorem tried. Without a project
+(a replay of recorded steps) nothing is written and nothing is called proved."""
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from leanloop.agent.git_branch import BranchCommitter
+from leanloop.agent.git_branch import BranchWorkspace
 from leanloop.agent.sorry_filling import BACKUP_DIR, FillResult, FillStatus, SorryFiller
 from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
@@ -25,39 +26,29 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.server import LeanServer
 from leanloop.prover.base import BaseProver
-from leanloop.prover.config import ProverConfig
-from leanloop.prover.proof_search import describe_exception
-from leanloop.prover.result import SearchResult
+from leanloop.prover.config import ProofMode, ProverConfig
+from leanloop.prover.run import Servers, run_proofs
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
+    from leanloop.lean.launch import ReplLauncher
 
 log = logging.getLogger(__name__)
 
-Servers = ServerPool[LeanServer] | Callable[[], LeanServer]
-
-#: How each write-back outcome is stored as a proof attempt (a proof Lean rejected in its file
-#: failed; a file that changed or a check that could not run is tried again by the next run).
-_ATTEMPT_STATUS = {
-    FillStatus.WRITTEN: AttemptStatus.PROVED,
-    FillStatus.REJECTED: AttemptStatus.FAILED,
-    FillStatus.FORBIDDEN: AttemptStatus.FAILED,
-    FillStatus.NOT_FOUND: AttemptStatus.ERROR,
-    FillStatus.CHECK_FAILED: AttemptStatus.ERROR,
-}
 #: The outcome of a theorem finished by an earlier call of the same run.
 SKIPPED = "skipped"
-#: The outcome of a proof Lean accepted whose file could not be written.
-WRITE_FAILED = "write_failed"
+#: Makes the Lean servers of a branch's worktree (the project's root there -> a server maker).
+WorktreeServers = Callable[[Path], Callable[[], LeanServer]]
 
 
 class SorryRow(BaseModel):
     """One theorem tried: how it ended, the proof, its length and the times.
 
-    ``outcome`` is the write-back's (``written``, ``rejected``, ``forbidden``, ``not_found``,
-    ``check_failed``, ``write_failed``) when a proof was offered to the file, else the
-    search's (``proved`` without a project to write to, ``replayed``, ``failed``, ``timeout``,
-    ``budget``, ``error``), or ``skipped`` for a theorem an earlier call of the run finished.
+    ``outcome`` is the write-back's (``written``, ``rejected``, ``refused``, ``not_found``,
+    ``changed``, ``check_failed``, ``write_failed``) when Lean accepted a proof that was
+    offered to the file, else the attempt's (``replayed``, ``failed``, ``refused``,
+    ``timeout``, ``budget``, ``error``), or ``skipped`` for a theorem an earlier call of the run
+    finished.
     """
 
     full_name: str
@@ -77,7 +68,13 @@ class SorryRow(BaseModel):
     expansions: int = 0
     detail: str | None = Field(None, description="Why it ended so (an error, Lean's reason).")
     git_commit: str | None = Field(None, description="The commit on the branch, if any.")
+    working_tree: str | None = Field(
+        None,
+        description="On a branch: whether your working tree's file got the proof too "
+        "('written') or was left because it differs from the branch ('left').",
+    )
     backup: str | None = Field(None, description="The copy of the file before it was written.")
+    axioms: list[str] | None = Field(None, description="The axioms Lean's audit reported.")
 
 
 class SorryReport(BaseModel):
@@ -85,11 +82,11 @@ class SorryReport(BaseModel):
 
     run: str
     prover: str
-    mode: Literal["lean", "replay"] = Field(
-        description="lean: proofs checked by Lean and written back; replay: recorded steps "
-        "replayed without Lean (nothing proved, nothing written)."
+    environment: Literal["lean", "replay"] = Field(
+        description="lean: proofs checked by Lean, audited and written back; replay: recorded "
+        "steps replayed without Lean (nothing proved, nothing written)."
     )
-    whole_proof: bool
+    mode: ProofMode = Field(description="search (tactic by tactic) or whole (whole proofs).")
     project_root: str | None = None
     branch: str | None = None
     started: datetime
@@ -107,7 +104,7 @@ class SorryReport(BaseModel):
     def summary(self) -> str:
         """One line: how many theorems and how they ended."""
         counts = ", ".join(f"{count} {outcome}" for outcome, count in self.counts.items())
-        if self.mode == "replay":
+        if self.environment == "replay":
             found = sum(row.status is AttemptStatus.REPLAYED for row in self.rows)
             return (
                 f"replay of recorded steps, not proving (no Lean checked anything, no file was "
@@ -136,18 +133,22 @@ class SorryReport(BaseModel):
         return written
 
     def to_markdown(self) -> str:
-        if self.mode == "replay":
-            mode = (
+        if self.environment == "replay":
+            environment = (
                 "replay of recorded steps without Lean: a proof found is the recorded one found "
                 "again, never proved, and no file is written"
             )
         else:
-            mode = "Lean: a proof is written only after Lean accepted the whole file"
+            environment = (
+                "Lean: a proof is written only after Lean accepted the filled declaration in "
+                "its file and its axioms passed the audit"
+            )
         lines = [
             f"# Proving sorries: run `{self.run}`",
             "",
-            f"- mode: {mode}",
-            f"- prover: `{self.prover}`" + (" (whole-proof mode)" if self.whole_proof else ""),
+            f"- environment: {environment}",
+            f"- prover: `{self.prover}`"
+            + (" (whole-proof mode)" if self.mode is ProofMode.WHOLE else ""),
         ]
         if self.project_root:
             lines.append(f"- project: `{self.project_root}`")
@@ -160,11 +161,13 @@ class SorryReport(BaseModel):
             f"all ({search:.1f} s searching, {checks:.1f} s checking files)",
             f"- {self.summary()}",
             "",
-            "| theorem | file | outcome | length | search (s) | check (s) | detail |",
-            "|---|---|---|---:|---:|---:|---|",
+            "| theorem | file | outcome | length | search (s) | check (s) | axioms | detail |",
+            "|---|---|---|---:|---:|---:|---|---|",
         ]
         for row in self.rows:
             detail = (row.detail or "").splitlines()[0][:160] if row.detail else ""
+            if row.working_tree:
+                detail = f"working tree: {row.working_tree}" + (f"; {detail}" if detail else "")
             cells = [
                 f"`{row.full_name}`",
                 f"`{row.file_path}`",
@@ -172,6 +175,7 @@ class SorryReport(BaseModel):
                 str(row.proof_length),
                 f"{row.seconds:.2f}",
                 f"{row.check_seconds:.2f}",
+                ", ".join(row.axioms) if row.axioms is not None else "",
                 detail,
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
@@ -210,7 +214,7 @@ class SorryReport(BaseModel):
         if rows:
             right.legend()
         title = f"{self.run}: {len(self.written)} written of {len(self.rows)}"
-        if self.mode == "replay":
+        if self.environment == "replay":
             title = f"{self.run}: replay of recorded steps (no Lean, nothing written)"
         figure.suptitle(title)
         figure.tight_layout()
@@ -219,29 +223,65 @@ class SorryReport(BaseModel):
         return path
 
 
-def lean_server_factory(project_root: str | Path, config: ProverConfig) -> Callable[[], LeanServer]:
-    """A maker of Lean REPL servers in the project, after checking that Lean and the REPL are
-    installed (a one-line error says what is not and how to get it)."""
-    from leanloop.lean.project import open_project
-    from leanloop.lean.repl import ReplServer
-    from leanloop.lean.toolchain import require
+class SorryWriter:
+    """The hook of a sorry-proving run: writes each proof Lean accepted into its file with
+    ``SorryFiller`` (in the driver, one proof at a time) and returns the attempt as the
+    write-back ended; keeps each ``FillResult`` for the report. On a branch, the files are
+    filled and checked in the branch's worktree, on Lean servers made there by
+    ``worktree_servers``."""
 
-    project = open_project(project_root)
-    report = require(project)
+    def __init__(
+        self,
+        root: Path,
+        *,
+        database: DynamicDatabase | None,
+        branch: BranchWorkspace | None,
+        backup_dir: Path,
+        config: ProverConfig,
+        worktree_servers: WorktreeServers | None,
+    ) -> None:
+        self.root = root
+        self.database = database
+        self.branch = branch
+        self.backup_dir = backup_dir
+        self.config = config
+        self.worktree_servers = worktree_servers
+        self.results: dict[tuple, FillResult] = {}
+        self._worktree_pool: ServerPool[LeanServer] | None = None
 
-    def start() -> LeanServer:
-        return ReplServer.launch(
-            project.root, report.repl, lake=report.lake or "lake", timeout=config.tactic_timeout
+    def _worktree_lease(self) -> AbstractContextManager[LeanServer]:
+        if self._worktree_pool is None:
+            assert self.branch is not None and self.worktree_servers is not None
+            make = self.worktree_servers(self.branch.project_root(self.root))
+            self._worktree_pool = ServerPool.single(make, max_uses=self.config.server_uses)
+        return self._worktree_pool.lease(None)
+
+    def __call__(self, theorem: Theorem, attempt: ProofAttempt, lease) -> ProofAttempt:
+        if self.branch is not None:
+            lease = self._worktree_lease
+        filler = SorryFiller(
+            self.root,
+            lease,
+            database=self.database,
+            branch=self.branch,
+            backup_dir=self.backup_dir,
+            policy=self.config.axiom_policy,
         )
+        fill = filler.fill(theorem, list(attempt.proof or ()))
+        self.results[(theorem.key, theorem.commit)] = fill
+        update: dict = {
+            "status": fill.status.attempt_status,
+            "axioms": fill.axioms if fill.axioms is not None else attempt.axioms,
+        }
+        if not fill.written:
+            update.update(proof=None, error=fill.reason)
+        return attempt.model_copy(update=update)
 
-    return start
-
-
-def lean_servers(project_root: str | Path, config: ProverConfig) -> ServerPool[LeanServer]:
-    """A pool of one warm Lean REPL in the project, reused for ``config.server_uses`` theorems
-    (see :func:`lean_server_factory`)."""
-    factory = lean_server_factory(project_root, config)
-    return ServerPool.single(factory, max_uses=config.server_uses)
+    def close(self) -> None:
+        if self._worktree_pool is not None:
+            self._worktree_pool.close()
+        if self.branch is not None:
+            self.branch.close()
 
 
 def prove_sorries(
@@ -251,147 +291,155 @@ def prove_sorries(
     *,
     servers: Servers | None = None,
     database: DynamicDatabase | None = None,
-    branch: str | BranchCommitter | None = None,
-    whole_proof: bool = False,
+    branch: str | BranchWorkspace | None = None,
+    mode: ProofMode | str = ProofMode.SEARCH,
     run: str = "prove-sorries",
+    num_workers: int | None = None,
+    address: str | None = None,
+    worktree_servers: WorktreeServers | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SorryReport:
     """Try to prove each theorem and report.
 
-    Each theorem is searched for (``prover.search``, or ``prover.prove_whole`` with
-    ``whole_proof``) on a server leased from ``servers``: a ``ServerPool`` (kept open), a
-    factory of servers (pooled here, one server reused for ``prover.config.server_uses``
-    theorems), or None for Lean REPLs in ``project_root`` (see :func:`lean_servers`).
+    The theorems go through the proving engine (:func:`leanloop.prover.run.run_proofs`) with
+    servers from ``servers`` — a ``ServerPool`` (kept open), a maker of servers, or None for
+    Lean REPLs in ``project_root`` (a ``ReplLauncher``) — by search or, with
+    ``mode="whole"``, whole proofs; each theorem's attempts (``prover.config.num_attempts``)
+    stop at the first proof.
 
     With ``project_root`` (the Lean project the theorems' files are in), a proof Lean accepted
-    is put into its file with ``SorryFiller``: written only if Lean accepts the whole file,
-    atomically, the original kept under ``.leanloop-backups/<time>/``, the theorem marked
-    ``sorry_proved`` in ``database`` and, with ``branch`` (a branch name or a
-    ``BranchCommitter``), committed on that branch, never on the current one. Without it (a
-    replay of recorded steps) nothing is written.
+    is put into its file with ``SorryFiller``: written only if Lean accepts the filled
+    declaration in its file and its axioms pass the audit, atomically, the original kept under
+    ``.leanloop-backups/<time>/``, the theorem marked ``sorry_proved`` in ``database``. With
+    ``branch`` (a branch name or a ``BranchWorkspace``), each proof is checked and committed in
+    the branch's own worktree (HEAD plus the proofs, nothing else), on servers made there by
+    ``worktree_servers`` (default: REPLs started in the worktree after building it), and your
+    file gets it too only if it still matches the branch's. Without ``project_root`` (a replay
+    of recorded steps) nothing is written.
 
     Each attempt is stored in ``database`` under ``run``; theorems the run already finished
     (without an error) are skipped and reported as ``skipped``. ``progress(done, total)`` is
-    called as theorems end.
+    called as attempts end.
     """
     theorems = list(theorems)
+    mode = ProofMode(mode)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     root = Path(project_root).expanduser().resolve() if project_root is not None else None
-    if root is not None and prover.project_root != root:
-        prover = copy.copy(prover)  # shares the loaded model
-        prover.project_root = root
-    committer = _committer(branch, root)
+    if servers is None and root is None:
+        raise LeanloopError("prove_sorries needs servers (a pool or a factory) or a project_root")
+    if servers is None:
+        servers = _launcher(root, prover.config)
+    workspace = _workspace(branch, root)
+    writer = None
+    if root is not None:
+        if workspace is not None and worktree_servers is None:
+            worktree_servers = _worktree_servers(servers, root)
+        stamp = started_at.strftime("%Y%m%dT%H%M%SZ")
+        writer = SorryWriter(
+            root,
+            database=database,
+            branch=workspace,
+            backup_dir=root / BACKUP_DIR / stamp,
+            config=prover.config,
+            worktree_servers=worktree_servers,
+        )
+    try:
+        outcome = run_proofs(
+            theorems,
+            prover,
+            servers,
+            mode=mode,
+            project_root=root,
+            database=database,
+            run=run,
+            stop_at_first=True,
+            num_workers=num_workers,
+            address=address,
+            hook=writer,
+            progress=progress,
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+        elif workspace is not None:
+            workspace.close()
     report = SorryReport(
         run=run,
         prover=prover.name,
-        mode="lean" if root is not None else "replay",
-        whole_proof=whole_proof,
+        environment="lean" if root is not None else "replay",
+        mode=mode,
         project_root=str(root) if root is not None else None,
-        branch=committer.branch if committer is not None else None,
+        branch=workspace.branch if workspace is not None else None,
         started=started_at,
     )
-    if servers is None and root is None:
-        raise LeanloopError("prove_sorries needs servers (a pool or a factory) or a project_root")
-    own_pool = not isinstance(servers, ServerPool)  # made here, so closed here
-    if servers is None:
-        pool = lean_servers(root, prover.config)
-    elif isinstance(servers, ServerPool):
-        pool = servers
-    else:
-        pool = ServerPool.single(servers, max_uses=prover.config.server_uses)
-    stored: dict = {}
-    if database is not None:  # finished: any first attempt but an error (errors are retried)
-        stored = {
-            (a.key, a.commit): a
-            for a in database.get_attempts(run)
-            if a.attempt == 0 and a.status is not AttemptStatus.ERROR
-        }
-    backup_dir = root / BACKUP_DIR / started_at.strftime("%Y%m%dT%H%M%SZ") if root else None
-    total = len(theorems)
-    if progress is not None:
-        progress(0, total)
-    try:
-        for done, theorem in enumerate(theorems, start=1):
-            earlier = stored.get((theorem.key, theorem.commit))
-            if earlier is not None:
-                report.rows.append(_skipped_row(theorem, earlier, whole_proof))
-            else:
-                row, attempt = _prove_one(
-                    theorem, prover, pool, root, database, committer, backup_dir, whole_proof, run
-                )
-                if database is not None:
-                    database.record_attempt(attempt)
-                report.rows.append(row)
-                log.info("%s: %s", theorem.full_name, row.outcome)
-            if progress is not None:
-                progress(done, total)
-    finally:
-        if own_pool:
-            pool.close()
+    skipped = {(a.key, a.commit) for a in outcome.skipped}
+    latest: dict[tuple, ProofAttempt] = {}
+    for attempt in [*outcome.skipped, *outcome.new]:
+        latest[(attempt.key, attempt.commit)] = attempt
+    fills = writer.results if writer is not None else {}
+    made_now = {(a.key, a.commit) for a in outcome.new}
+    for theorem in theorems:
+        key = (theorem.key, theorem.commit)
+        attempt = latest.get(key)
+        if attempt is None:
+            continue
+        if key in skipped and key not in made_now:
+            report.rows.append(_skipped_row(theorem, attempt, mode))
+        else:
+            report.rows.append(_row(theorem, attempt, fills.get(key), mode))
     report.seconds = time.perf_counter() - started
     return report
 
 
-def _committer(branch: str | BranchCommitter | None, root: Path | None) -> BranchCommitter | None:
-    if branch is None or isinstance(branch, BranchCommitter):
+def _launcher(root: Path, config: ProverConfig) -> ReplLauncher:
+    from leanloop.lean.launch import ReplLauncher
+
+    return ReplLauncher.for_project(root, timeout=config.tactic_timeout)
+
+
+def _worktree_servers(servers: Servers, root: Path) -> WorktreeServers:
+    """REPLs started in a branch's worktree, after giving it the project's build and building
+    what differs there (the default when ``servers`` is a ``ReplLauncher``)."""
+    from leanloop.lean.launch import ReplLauncher
+
+    if not isinstance(servers, ReplLauncher):
+        raise LeanloopError(
+            "--branch: proofs are checked in the branch's own worktree, and leanloop cannot "
+            "start the given Lean servers there",
+            hint="give worktree_servers= (a maker of servers for a project root), or leave "
+            "servers= out to use Lean REPLs",
+        )
+
+    def make(worktree_root: Path) -> Callable[[], LeanServer]:
+        from leanloop.lean.build import build, share_build
+        from leanloop.lean.project import open_project
+
+        share_build(root, worktree_root)
+        build(open_project(worktree_root), servers.lake)
+        return servers.with_root(worktree_root)
+
+    return make
+
+
+def _workspace(branch: str | BranchWorkspace | None, root: Path | None) -> BranchWorkspace | None:
+    if branch is None or isinstance(branch, BranchWorkspace):
         return branch
     if root is None:
         raise LeanloopError(
             f"--branch {branch}: there is no project to commit in (a replay writes nothing)"
         )
-    return BranchCommitter(root, branch)
+    return BranchWorkspace(root, branch)
 
 
-def _prove_one(
-    theorem: Theorem,
-    prover: BaseProver,
-    pool: ServerPool[LeanServer],
-    root: Path | None,
-    database: DynamicDatabase | None,
-    committer: BranchCommitter | None,
-    backup_dir: Path | None,
-    whole_proof: bool,
-    run: str,
-) -> tuple[SorryRow, ProofAttempt]:
-    fill: FillResult | None = None
-    failure: str | None = None
-    try:
-        with pool.lease(None) as server:
-            if whole_proof:
-                result = prover.prove_whole(server, theorem=theorem)
-            else:
-                result = prover.search(server, theorem=theorem)
-            if result.status is AttemptStatus.PROVED and root is not None:
-                filler = SorryFiller(
-                    root, server, database=database, branch=committer, backup_dir=backup_dir
-                )
-                try:
-                    fill = filler.fill(theorem, list(result.proof or ()))
-                except (OSError, LeanloopError) as exc:
-                    failure = f"Lean accepted the proof but the file was not written: {exc}"
-    except Exception as exc:  # a failing server or model ends this theorem only
-        result = SearchResult(
-            target=theorem.full_name, status=AttemptStatus.ERROR, error=describe_exception(exc)
-        )
-    attempt = result.to_attempt(theorem, run=run, prover=prover.name)
-    proof = result.proof_text
-    outcome = result.status.value
-    detail = result.error
-    if failure is not None:
-        outcome, detail = WRITE_FAILED, failure
-        attempt = attempt.model_copy(
-            update={"status": AttemptStatus.ERROR, "proof": None, "error": failure}
-        )
-    elif fill is not None:
-        outcome, detail = fill.status.value, fill.reason or None
-        proof = fill.proof or proof
-        status = _ATTEMPT_STATUS[fill.status]
-        if status is not AttemptStatus.PROVED:
-            attempt = attempt.model_copy(
-                update={"status": status, "proof": None, "error": fill.reason}
-            )
-    row = SorryRow(
+def _row(
+    theorem: Theorem, attempt: ProofAttempt, fill: FillResult | None, mode: ProofMode
+) -> SorryRow:
+    outcome = fill.status.value if fill is not None else attempt.status.value
+    proof = (
+        fill.proof if fill is not None else ("\n".join(attempt.proof) if attempt.proof else None)
+    )
+    return SorryRow(
         full_name=theorem.full_name,
         file_path=theorem.file_path,
         url=theorem.url,
@@ -399,20 +447,31 @@ def _prove_one(
         outcome=outcome,
         status=attempt.status,
         proof=proof,
-        proof_length=_length(result.proof, whole_proof),
-        seconds=result.seconds,
+        proof_length=_length(fill_tactics(fill, attempt), mode),
+        seconds=attempt.seconds,
         check_seconds=fill.check_seconds if fill is not None else 0.0,
-        lean_seconds=result.lean_seconds,
-        model_seconds=result.model_seconds,
-        expansions=result.expansions,
-        detail=detail,
+        lean_seconds=attempt.lean_seconds,
+        model_seconds=attempt.model_seconds,
+        expansions=attempt.expansions,
+        detail=attempt.error,
         git_commit=fill.commit if fill is not None else None,
+        working_tree=fill.working_tree if fill is not None else None,
         backup=str(fill.backup) if fill is not None and fill.backup is not None else None,
+        axioms=list(attempt.axioms) if attempt.axioms is not None else None,
     )
-    return row, attempt
 
 
-def _skipped_row(theorem: Theorem, attempt: ProofAttempt, whole_proof: bool) -> SorryRow:
+def fill_tactics(fill: FillResult | None, attempt: ProofAttempt) -> tuple[str, ...] | None:
+    """The proof whose length a row shows: the attempt's, or, when the write-back dropped it
+    from the attempt, the one offered to the file."""
+    if attempt.proof:
+        return attempt.proof
+    if fill is not None and fill.proof:
+        return tuple(fill.proof.removeprefix("by").strip("\n").splitlines())
+    return None
+
+
+def _skipped_row(theorem: Theorem, attempt: ProofAttempt, mode: ProofMode) -> SorryRow:
     proof = "\n".join(attempt.proof) if attempt.proof else None
     return SorryRow(
         full_name=theorem.full_name,
@@ -422,14 +481,15 @@ def _skipped_row(theorem: Theorem, attempt: ProofAttempt, whole_proof: bool) -> 
         outcome=SKIPPED,
         status=attempt.status,
         proof=proof,
-        proof_length=_length(attempt.proof, whole_proof),
+        proof_length=_length(attempt.proof, mode),
         detail=f"finished by an earlier call of run {attempt.run!r} ({attempt.status.value})",
+        axioms=list(attempt.axioms) if attempt.axioms is not None else None,
     )
 
 
-def _length(proof: tuple[str, ...] | None, whole_proof: bool) -> int:
+def _length(proof: tuple[str, ...] | None, mode: ProofMode) -> int:
     if not proof:
         return 0
-    if whole_proof:
+    if mode is ProofMode.WHOLE:
         return sum(1 for line in "\n".join(proof).splitlines() if line.strip())
     return len(proof)

@@ -126,9 +126,9 @@ class RunReport(BaseModel):
             rows.append(
                 (
                     "search, replay environment (no Lean)",
-                    f"recorded proofs found for {round(m.pass_at_1 * m.theorems)} of "
+                    f"recorded proofs found for {round(m.rate_at_1 * m.theorems)} of "
                     f"{m.theorems} theorems (trained generator)",
-                    f"recorded diagnostic: {round(d.pass_at_1 * d.theorems)} of {d.theorems}",
+                    f"recorded diagnostic: {round(d.rate_at_1 * d.theorems)} of {d.theorems}",
                 )
             )
         if self.lean is not None:

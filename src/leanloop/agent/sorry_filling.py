@@ -1,52 +1,73 @@
-"""Fill a ``sorry`` in a user's Lean file with a proof, and write it only when Lean accepts the
-whole file: the declaration's body is replaced, the file is checked, and only then written in
-one step (the original kept as a backup), the theorem marked ``sorry_proved`` in the database,
-and optionally committed on a branch of its own."""
+"""Fill a ``sorry`` in a user's Lean file with a proof, and write it only when Lean accepts it:
+only the proof (from the declaration's ``:=`` to the end of its proof) is replaced — what follows
+(``where`` blocks, ``termination_by``, the next commands) stays, and every byte outside that span
+is checked to be unchanged (line endings, a byte order mark, tabs, a missing final newline);
+Lean judges the filled declaration in its file (other declarations may keep their sorries) and
+audits its axioms; only then is the file written in one step (the original kept as a backup),
+the theorem marked ``sorry_proved`` and, on a branch, committed."""
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import textwrap
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from leanloop.atomic import write_text_atomic
-from leanloop.data.records import Theorem
+from leanloop.atomic import write_bytes_atomic
+from leanloop.data.records import AttemptStatus, Theorem
 from leanloop.errors import LeanloopError
+from leanloop.lean.audit import AuditedCode, Outcome, check_declaration
+from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
-from leanloop.lean.lexer import Kind, tokenize
 from leanloop.lean.scanner import Declaration, scan
 from leanloop.lean.server import LeanServer
-from leanloop.lean.verdict import is_sorry_warning
 
 if TYPE_CHECKING:
-    from leanloop.agent.git_branch import BranchCommitter
+    from leanloop.agent.git_branch import BranchWorkspace
     from leanloop.database import DynamicDatabase
 
-#: Words a proof may not contain: it would not be a proof (``native_decide`` trusts the compiler).
-FORBIDDEN = frozenset({"sorry", "admit", "native_decide"})
 #: Where backups of filled files go, under the project root.
 BACKUP_DIR = ".leanloop-backups"
+_BOM = "\ufeff"
+
+Lease = Callable[[], AbstractContextManager[LeanServer]]
 
 
 class FillStatus(StrEnum):
     """What happened to a proof offered for a ``sorry``."""
 
-    WRITTEN = "written"  # Lean accepted the file; it was written
-    REJECTED = "rejected"  # Lean rejected the file with the proof in it
-    FORBIDDEN = "forbidden"  # the proof uses sorry, admit or native_decide
-    NOT_FOUND = "not_found"  # the declaration or its sorry is no longer in the file
-    CHECK_FAILED = "check_failed"  # Lean could not be asked (the server failed)
+    WRITTEN = "written"  # Lean accepted the declaration with it; written (on the branch)
+    REJECTED = "rejected"  # Lean rejected the declaration with the proof in it
+    REFUSED = "refused"  # Lean accepted it, but the axiom audit refused it
+    NOT_FOUND = "not_found"  # the declaration, its ':=' body or its sorry is no longer there
+    CHANGED = "changed"  # the file changed while Lean checked: left as the user saved it
+    CHECK_FAILED = "check_failed"  # Lean could not judge it (the server failed, or the file
+    # around the declaration does not elaborate)
+    WRITE_FAILED = "write_failed"  # Lean accepted it, but the file could not be written
+
+    @property
+    def attempt_status(self) -> AttemptStatus:
+        """How the outcome is stored as the proof attempt (a proof that was not written and
+        may be next time is an error, tried again by the next run)."""
+        return {
+            FillStatus.WRITTEN: AttemptStatus.PROVED,
+            FillStatus.REJECTED: AttemptStatus.FAILED,
+            FillStatus.REFUSED: AttemptStatus.REFUSED,
+        }.get(self, AttemptStatus.ERROR)
 
 
 @dataclass(frozen=True)
 class FillResult:
-    """The outcome of filling one theorem's ``sorry``."""
+    """The outcome of filling one theorem's ``sorry``. On a branch, ``working_tree`` says
+    whether the user's own file got the same proof (``written``) or was left (``left``, it
+    differs from what Lean checked)."""
 
     full_name: str
     file_path: str
@@ -56,30 +77,44 @@ class FillResult:
     check_seconds: float = 0.0
     backup: Path | None = None
     commit: str | None = None
+    axioms: tuple[str, ...] | None = None
+    working_tree: str | None = None
 
     @property
     def written(self) -> bool:
         return self.status is FillStatus.WRITTEN
 
 
-def proof_body(proof: str | Sequence[str], column: int = 0) -> str:
+def proof_body(proof: str | Sequence[str], column: int = 0, newline: str = "\n") -> str:
     """The text that follows ``:=`` for a proof: a term or ``by`` block as given, or a tactic
     list as a ``by`` block indented two columns past the declaration (a multi-line tactic keeps
-    its own indentation)."""
+    its own indentation); lines end with ``newline``."""
     if isinstance(proof, str):
-        text = proof.strip()
-        return text.removeprefix(":=").strip()
-    indent = " " * (column + 2)
-    lines = []
-    for tactic in proof:
-        block = textwrap.dedent(tactic).strip("\n")
-        lines.append(textwrap.indent(block, indent))
-    return "by\n" + "\n".join(lines)
+        text = proof.strip().removeprefix(":=").strip()
+    else:
+        indent = " " * (column + 2)
+        lines = [textwrap.indent(textwrap.dedent(t).strip("\n"), indent) for t in proof]
+        text = "by\n" + "\n".join(lines)
+    text = text.replace("\r\n", "\n")
+    return text.replace("\n", newline) if newline != "\n" else text
 
 
-def forbidden_words(text: str) -> list[str]:
-    """The forbidden identifiers the proof uses (comments and strings do not count)."""
-    return sorted({t.text for t in tokenize(text) if t.kind is Kind.IDENT and t.text in FORBIDDEN})
+def splice(original: bytes, start: int, end: int, replacement: bytes) -> bytes:
+    """``original`` with bytes ``[start, end)`` replaced, checked byte for byte: everything
+    outside the span is exactly as it was (``LeanloopError`` otherwise)."""
+    if not 0 <= start <= end <= len(original):
+        raise LeanloopError(f"the span {start}..{end} is not inside the file")
+    new = original[:start] + replacement + original[end:]
+    tail = len(original) - end
+    if new[:start] != original[:start] or new[len(new) - tail :] != original[end:]:
+        raise LeanloopError("the edit would change the file outside the proof; not written")
+    return new
+
+
+def _for_lean(text: str) -> str:
+    """The file as Lean is shown it: without a byte order mark, with LF line ends (line
+    numbers are unchanged)."""
+    return text.removeprefix(_BOM).replace("\r\n", "\n")
 
 
 def find_declaration(source: str, theorem: Theorem) -> Declaration | None:
@@ -91,119 +126,209 @@ def find_declaration(source: str, theorem: Theorem) -> Declaration | None:
     return min(found, key=lambda d: abs(d.start.line - theorem.start.line))
 
 
-class SorryFiller:
-    """Fills ``sorry``s in the files of one Lean project, through ``server`` (a Lean server
-    started in that project, which checks whole files).
+@dataclass(frozen=True)
+class _Edit:
+    """One planned edit of a file: its bytes before and after, and the code Lean judges."""
 
-    With ``database``, a written proof marks the theorem ``sorry_proved`` with its proof; with
-    ``branch``, each written file is also committed on that branch (never on the current one).
+    before: bytes
+    after: bytes
+    body: str
+    audited: AuditedCode
+
+
+class SorryFiller:
+    """Fills ``sorry``s in the files of one Lean project through ``server`` (a Lean server
+    started in the project, or a lease of one: ``with server() as lean: ...``).
+
+    With ``database``, a written proof marks the theorem ``sorry_proved`` with its proof. With
+    ``branch`` (a ``BranchWorkspace``), the file is filled, checked and committed in the
+    branch's own worktree (``server`` then runs there), so that the branch is HEAD plus the
+    proofs Lean checked and nothing else; the user's file gets the same proof only if it still
+    matches the branch's. ``policy`` is the axiom audit (default: the standard allow-list).
     """
 
     def __init__(
         self,
         project_root: str | Path,
-        server: LeanServer,
+        server: LeanServer | Lease,
         *,
         database: DynamicDatabase | None = None,
-        branch: BranchCommitter | None = None,
+        branch: BranchWorkspace | None = None,
         backup_dir: str | Path | None = None,
+        policy: AxiomPolicy | None = None,
     ) -> None:
         self.root = Path(project_root).expanduser().resolve()
-        self.server = server
+        if isinstance(server, LeanServer):
+            self.lease: Lease = lambda: contextlib.nullcontext(server)
+        else:
+            self.lease = server
         self.database = database
         self.branch = branch
+        self.policy = policy or AxiomPolicy()
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.backup_dir = Path(backup_dir) if backup_dir else self.root / BACKUP_DIR / stamp
 
-    def _path(self, theorem: Theorem) -> Path:
-        path = (self.root / theorem.file_path).resolve()
-        if not path.is_relative_to(self.root):
+    @property
+    def tree(self) -> Path:
+        """Where files are filled and checked: the project, or the branch's worktree of it."""
+        return self.branch.project_root(self.root) if self.branch is not None else self.root
+
+    def _path(self, root: Path, theorem: Theorem) -> Path:
+        path = (root / theorem.file_path).resolve()
+        if not path.is_relative_to(root.resolve()):
             raise LeanloopError(f"{theorem.file_path} is outside the project {self.root}")
         return path
 
     def fill(self, theorem: Theorem, proof: str | Sequence[str]) -> FillResult:
         """Put ``proof`` (a term or ``by`` block, or a list of tactics) in place of the
-        theorem's proof, check the whole file with Lean and write it only if accepted."""
-        path = self._path(theorem)
+        theorem's proof, have Lean judge the declaration in its file and write it only if
+        accepted."""
+        path = self._path(self.tree, theorem)
         try:
-            source = path.read_text(encoding="utf-8")
-        except OSError as exc:
+            before = path.read_bytes()
+            source = before.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             return self._result(theorem, FillStatus.NOT_FOUND, "", f"cannot read it: {exc}")
+        plan = self._plan(theorem, proof, before, source)
+        if isinstance(plan, FillResult):
+            return plan
+        started = time.perf_counter()
+        try:
+            with self.lease() as server:
+                judgement, _ = check_declaration(server, plan.audited, self.policy)
+        except LeanError as exc:
+            return self._result(theorem, FillStatus.CHECK_FAILED, plan.body, exc.message)
+        seconds = time.perf_counter() - started
+        if not judgement.accepted:
+            status = {
+                Outcome.REJECTED: FillStatus.REJECTED,
+                Outcome.SORRY: FillStatus.REJECTED,
+                Outcome.REFUSED: FillStatus.REFUSED,
+            }.get(judgement.outcome, FillStatus.CHECK_FAILED)
+            return self._result(
+                theorem, status, plan.body, judgement.reason, seconds, judgement.axioms
+            )
+        try:
+            unchanged = path.read_bytes() == before
+        except OSError:
+            unchanged = False
+        if not unchanged:  # edited while Lean checked: the user's version wins
+            return self._result(
+                theorem,
+                FillStatus.CHANGED,
+                plan.body,
+                "the file changed while Lean checked the proof; it was left as it is",
+                seconds,
+                judgement.axioms,
+            )
+        try:
+            return self._write(theorem, path, plan, seconds, judgement.axioms)
+        except (OSError, LeanloopError) as exc:
+            reason = f"Lean accepted the proof but the file was not written: {exc}"
+            return self._result(
+                theorem, FillStatus.WRITE_FAILED, plan.body, reason, seconds, judgement.axioms
+            )
+
+    def _plan(
+        self, theorem: Theorem, proof: str | Sequence[str], before: bytes, source: str
+    ) -> _Edit | FillResult:
+        """The edit that puts ``proof`` in place of the theorem's proof, or why there is none."""
         declaration = find_declaration(source, theorem)
         if declaration is None:
             return self._result(
                 theorem, FillStatus.NOT_FOUND, "", "the declaration is no longer in the file"
             )
-        body = proof_body(proof, declaration.start.column)
-        if not declaration.has_sorry:
-            return self._result(
-                theorem, FillStatus.NOT_FOUND, body, "the declaration has no sorry any more"
-            )
-        if source[declaration.statement_end.offset :].lstrip()[:2] != ":=":
+        newline = "\r\n" if "\r\n" in source else "\n"
+        body = proof_body(proof, declaration.start.column, newline)
+        span = declaration.proof_span
+        if span is None:
             return self._result(
                 theorem,
                 FillStatus.NOT_FOUND,
                 body,
                 "the declaration's body is not ':= ...' (pattern matching or 'where')",
             )
-        words = forbidden_words(body)
-        if words:
+        start, end = span
+        if not any(start <= s.offset < end for s in declaration.sorries):
             return self._result(
-                theorem, FillStatus.FORBIDDEN, body, f"the proof uses {', '.join(words)}"
+                theorem, FillStatus.NOT_FOUND, body, "the declaration's proof has no sorry any more"
             )
-        filled = (
-            source[: declaration.statement_end.offset]
-            + " := "
-            + body
-            + source[declaration.end.offset :]
+        replacement = ":= " + body
+        after_text = source[:start] + replacement + source[end:]
+        after = splice(
+            before,
+            len(source[:start].encode("utf-8")),
+            len(source[:end].encode("utf-8")),
+            replacement.encode("utf-8"),
         )
-        started = time.perf_counter()
-        try:
-            verdict = self.server.check(filled)
-        except LeanError as exc:
-            return self._result(theorem, FillStatus.CHECK_FAILED, body, exc.message)
-        seconds = time.perf_counter() - started
-        end = declaration.statement_end.offset + len(" := ") + len(body)
-        problem = _problem(verdict, filled, declaration.start.offset, end)
-        if problem:
-            return self._result(theorem, FillStatus.REJECTED, body, problem, seconds)
-        try:
-            unchanged = path.read_text(encoding="utf-8") == source
-        except OSError:
-            unchanged = False
-        if not unchanged:  # edited while Lean checked: the user's version wins
-            return self._result(
-                theorem,
-                FillStatus.NOT_FOUND,
-                body,
-                "the file changed while Lean checked the proof; it was left as it is",
-                seconds,
+        if after != after_text.encode("utf-8"):
+            raise LeanloopError(f"{theorem.file_path}: the edit is not the planned one")
+        # the declaration as Lean sees it: its context lines and attributes to its last clause
+        first = (declaration.context_start or declaration.code_start).offset
+        last = declaration.end.offset + len(replacement) - (end - start)
+        checked = _for_lean(after_text)
+        audited = AuditedCode.around(
+            checked,
+            len(_for_lean(after_text[:first])),
+            len(_for_lean(after_text[:last])),
+            theorem.full_name,
+            scan(checked).open_scopes,
+        )
+        return _Edit(before, after, body, audited)
+
+    def _write(
+        self, theorem: Theorem, path: Path, plan: _Edit, seconds: float, axioms
+    ) -> FillResult:
+        reasons: list[str] = []
+        backup = None
+        working_tree = None
+        commit = None
+        if self.branch is None:
+            backup = self._backup(path)
+            write_bytes_atomic(path, plan.after)
+        else:
+            write_bytes_atomic(path, plan.after)  # in the branch's worktree
+            commit = self.branch.commit(
+                [path], f"Prove {theorem.full_name} (checked by Lean, axioms audited)"
             )
-        backup = self._backup(path)
-        write_text_atomic(path, filled)
-        commit, reasons = None, []
+            working_tree, backup, note = self._mirror(theorem, plan)
+            if note:
+                reasons.append(note)
         if self.database is not None:
             try:
-                self.database.record_proof(theorem, body)
+                self.database.record_proof(theorem, plan.body.replace("\r\n", "\n"))
             except LeanloopError as exc:  # the file is written all the same
                 reasons.append(f"written, but not recorded in the database: {exc.message}")
-        if self.branch is not None:
-            try:
-                commit = self.branch.commit(
-                    {path: filled}, f"Prove {theorem.full_name} (checked by Lean)"
-                )
-            except LeanloopError as exc:  # the file is written all the same
-                reasons.append(f"written, but not committed on {self.branch.branch}: {exc.message}")
         return FillResult(
             theorem.full_name,
             theorem.file_path,
             FillStatus.WRITTEN,
-            body,
+            plan.body,
             reason="; ".join(reasons),
             check_seconds=seconds,
             backup=backup,
             commit=commit,
+            axioms=axioms,
+            working_tree=working_tree,
         )
+
+    def _mirror(self, theorem: Theorem, plan: _Edit) -> tuple[str, Path | None, str]:
+        """Give the user's own file the proof committed on the branch, if it still holds what
+        the branch held before (else leave it, and say so)."""
+        path = self._path(self.root, theorem)
+        try:
+            matches = path.read_bytes() == plan.before
+        except OSError:
+            matches = False
+        if not matches:
+            return (
+                "left",
+                None,
+                "your working tree's file differs from the branch's, so it was left as it is",
+            )
+        backup = self._backup(path)
+        write_bytes_atomic(path, plan.after)
+        return "written", backup, ""
 
     def _backup(self, path: Path) -> Path:
         target = self.backup_dir / path.relative_to(self.root)
@@ -213,26 +338,7 @@ class SorryFiller:
         return target
 
     @staticmethod
-    def _result(theorem, status, proof, reason, seconds=0.0) -> FillResult:
-        return FillResult(theorem.full_name, theorem.file_path, status, proof, reason, seconds)
-
-
-def _problem(verdict, filled: str, start: int, end: int) -> str:
-    """Why Lean's verdict on the filled file does not accept the proof ('' if it does): any
-    error in the file, or a ``sorry`` left in the filled declaration (between offsets
-    ``start`` and ``end``; other declarations may keep theirs)."""
-    errors = [m for m in verdict.messages if m.severity == "error"]
-    if errors:
-        first = errors[0]
-        where = f"line {first.line}: " if first.line is not None else ""
-        return f"Lean rejected the file: {where}{first.text.strip().splitlines()[0][:200]}"
-    first_line = filled.count("\n", 0, start) + 1
-    last_line = first_line + filled.count("\n", start, end)
-    own_sorry = [
-        m
-        for m in verdict.messages
-        if is_sorry_warning(m) and (m.line is None or first_line <= m.line <= last_line)
-    ]
-    if own_sorry:
-        return "Lean accepted the file only thanks to a sorry in this declaration"
-    return ""
+    def _result(theorem, status, proof, reason, seconds=0.0, axioms=None) -> FillResult:
+        return FillResult(
+            theorem.full_name, theorem.file_path, status, proof, reason, seconds, axioms=axioms
+        )

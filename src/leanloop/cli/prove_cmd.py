@@ -1,13 +1,15 @@
-"""``leanloop prove``: prove the theorems of a dataset split with a prover, on Lean (the REPL in the
-project the dataset was traced from) or, with ``--replay``, on the recorded steps without Lean;
-or, without ``--dataset``, prove the open sorries of a Lean project (``--project``) and write
-back the proofs Lean accepts. Each result goes into the database as it comes, then a summary and
-a report (JSON and a plot; for sorries also Markdown)."""
+"""``leanloop prove``: two thin forms over the proving engine (``leanloop.prover.run``) — the
+theorems of a dataset split, on Lean (the REPL in the project the dataset was traced from) or,
+with ``--replay``, on the recorded steps without Lean (``prove_dataset``); or the open sorries
+of a Lean project, written back where Lean accepts them (``prove_project``). Each result goes
+into the database as it comes, then a summary and a report (JSON and a plot; for sorries also
+Markdown)."""
 
 from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,9 +28,31 @@ from leanloop.cli.common import (
     user_path,
 )
 from leanloop.errors import LeanloopError
+from leanloop.prover.config import ProofMode, ProverConfig
 
 if TYPE_CHECKING:
     from leanloop.data.records import ProofAttempt, Theorem
+
+
+@dataclass(frozen=True)
+class ProveRequest:
+    """What ``leanloop prove`` was asked, options checked: the two forms read it."""
+
+    generator: str | None
+    settings: ProverConfig
+    mode: ProofMode
+    db: str | None
+    run: str | None
+    limit: int | None
+    workers: int | None
+    address: str | None
+    base_url: str | None
+    api_key_env: str
+    json_lines: bool
+    out: Path
+
+    def prover(self, dataset_dir: Path | None):
+        return _prover(self.generator, dataset_dir, self.settings, self.base_url, self.api_key_env)
 
 
 def prove(
@@ -61,6 +85,12 @@ def prove(
         "--replay].",
         show_default=False,
     ),
+    mode: ProofMode = typer.Option(
+        ProofMode.SEARCH,
+        "--mode",
+        help="search: tactic by tactic through Lean; whole: whole proofs written by the model, "
+        "each checked by Lean.",
+    ),
     workers: int | None = typer.Option(
         None,
         "--workers",
@@ -85,7 +115,7 @@ def prove(
         show_default=False,
     ),
     limit: int | None = typer.Option(
-        None, "--limit", min=1, metavar="N", help="Prove only the split's first N theorems."
+        None, "--limit", min=1, metavar="N", help="Prove only the first N theorems."
     ),
     project: str | None = typer.Option(
         None,
@@ -94,8 +124,8 @@ def prove(
         help="With --dataset (without --replay): the Lean project the dataset was traced from, "
         "checked out at its commit and built. Without --dataset: the Lean project (a directory "
         "or a git URL) whose open sorries are proved; it is traced first if the database does "
-        "not hold it, and each proof is written into its file only after Lean accepted the "
-        "whole file (the original kept under .leanloop-backups/).",
+        "not hold it, and each proof is written into its file only after Lean accepted it "
+        "there and its axioms passed the audit (the original kept under .leanloop-backups/).",
     ),
     commit: str | None = typer.Option(
         None, "--commit", metavar="SHA", help="The commit of a --project URL [default: HEAD]."
@@ -104,14 +134,9 @@ def prove(
         None,
         "--branch",
         metavar="NAME",
-        help="Also commit each written proof on this git branch of the project (created from "
-        "HEAD; never the branch checked out).",
-    ),
-    whole_proof: bool = typer.Option(
-        False,
-        "--whole-proof",
-        help="Generate whole proofs and check each with Lean instead of searching tactic by "
-        "tactic.",
+        help="Check and commit each proof on this git branch of the project, in a worktree "
+        "of its own (created from HEAD; never the branch checked out); your files get a proof "
+        "too only where they still match the branch.",
     ),
     base_url: str | None = typer.Option(
         None, "--base-url", metavar="URL", help="The endpoint of external:MODEL (.../v1)."
@@ -132,53 +157,54 @@ def prove(
     """Prove the theorems of a dataset split and report pass@1, outcomes and times; or, with
     --project and no --dataset, prove a Lean project's open sorries and write back the proofs
     Lean accepts."""
-    from leanloop.prover.config import ProverConfig
-    from leanloop.prover.evaluation import evaluate
-
-    settings = ProverConfig.from_yaml(user_path(config)) if config else ProverConfig()
-    if dataset is None:
-        if project is None:
-            raise LeanloopError(
-                "nothing to prove: give --dataset DIR (a split of a dataset) or --project "
-                "DIR|URL (a Lean project's sorries)"
-            )
-        if replay:
-            raise LeanloopError(
-                "--replay replays a dataset's recorded steps: it needs --dataset",
-                hint="proving a project's sorries needs Lean",
-            )
-        _prove_sorries(
-            project,
-            commit,
-            generator,
-            settings,
-            db=db,
-            branch=branch,
-            whole_proof=whole_proof,
-            run=run,
-            limit=limit,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            json_lines=json_lines,
-            out=user_path(out),
+    request = ProveRequest(
+        generator=generator or ("recorded" if replay else None),
+        settings=ProverConfig.from_yaml(user_path(config)) if config else ProverConfig(),
+        mode=mode,
+        db=db,
+        run=run,
+        limit=limit,
+        workers=workers,
+        address=address,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        json_lines=json_lines,
+        out=user_path(out),
+    )
+    if dataset is not None:
+        for given, name in ((commit, "--commit"), (branch, "--branch")):
+            if given:
+                raise LeanloopError(f"{name} goes with --project and no --dataset (sorries)")
+        prove_dataset(request, existing_path(dataset, "dataset"), split, replay, project)
+    elif project is None:
+        raise LeanloopError(
+            "nothing to prove: give --dataset DIR (a split of a dataset) or --project "
+            "DIR|URL (a Lean project's sorries)"
         )
-        return
-    for given, name in ((commit, "--commit"), (branch, "--branch"), (whole_proof, "--whole-proof")):
-        if given:
-            raise LeanloopError(f"{name} goes with --project and no --dataset (proving sorries)")
-    dataset_dir = existing_path(dataset, "dataset")
-    generator = generator or ("recorded" if replay else None)
-    if generator is None:
+    elif replay:
+        raise LeanloopError(
+            "--replay replays a dataset's recorded steps: it needs --dataset",
+            hint="proving a project's sorries needs Lean",
+        )
+    else:
+        prove_project(request, project, commit, branch)
+
+
+def prove_dataset(
+    request: ProveRequest, dataset_dir: Path, split: str, replay: bool, project: str | None
+) -> None:
+    """``prove --dataset``: a split's theorems through the proving engine, then the summary
+    and the report."""
+    from leanloop.prover.run import run_proofs
+
+    if request.generator is None:
         raise LeanloopError(
             "choose what proposes tactics with --generator",
             hint="hf:PATH (a trained checkpoint) or external:MODEL; --replay runs without Lean",
         )
-    if replay:
-        server_factory = _replay_servers(dataset_dir)
-    else:
-        server_factory = _lean_servers(project, settings)
-    prover = _prover(generator, dataset_dir, settings, base_url, api_key_env, project)
-    theorems, term_mode = _theorems(dataset_dir, split, replay=replay, limit=limit)
+    servers = _replay_servers(dataset_dir) if replay else _lean_servers(project, request)
+    prover = request.prover(dataset_dir)
+    theorems, term_mode = _theorems(dataset_dir, split, replay=replay, limit=request.limit)
     if term_mode:
         err_console.print(
             f"{term_mode} theorems without traced tactics are left out: the replay has no "
@@ -187,85 +213,71 @@ def prove(
         )
     if not theorems:
         raise LeanloopError(f"{dataset_dir}: no theorem to prove in split {split!r}")
-    run_name = run or f"{generator}:{dataset_dir.name}/{split}" + (":replay" if replay else "")
-    database = open_database(db)
-    before = {(a.key, a.commit, a.attempt) for a in database.get_attempts(run_name)}
-
-    def show(attempt: ProofAttempt) -> None:
-        if json_lines:
-            typer.echo(_json_line(attempt))
-
+    run_name = request.run or (
+        f"{request.generator}:{dataset_dir.name}/{split}"
+        + (":whole" if request.mode is ProofMode.WHOLE else "")
+        + (":replay" if replay else "")
+    )
+    show = _json_printer(request.json_lines)
     with progress_bar(f"proving {len(theorems)} theorems ({run_name})") as update:
-        report = evaluate(
+        outcome = run_proofs(
             theorems,
             prover,
-            server_factory,
-            num_workers=workers,
-            address=address,
-            database=database,
+            servers,
+            mode=request.mode,
+            project_root=None if replay or project is None else user_path(project),
+            database=open_database(request.db),
             run=run_name,
+            num_workers=request.workers,
+            address=request.address,
             progress=update,
             on_result=show,
         )
-    skipped = [a for a in report.attempts if (a.key, a.commit, a.attempt) in before]
-    if json_lines:
-        for attempt in skipped:
-            typer.echo(_json_line(attempt))
-    _summary(report, replay, len(skipped), err_console if json_lines else console)
-    _write_report(report, user_path(out), run_name)
+    for attempt in outcome.skipped:
+        show(attempt)
+    report = outcome.report()
+    _summary(report, len(outcome.skipped), err_console if request.json_lines else console)
+    _write_report(report, request.out, run_name)
 
 
-def _prove_sorries(
-    project: str,
-    commit: str | None,
-    generator: str | None,
-    settings,
-    *,
-    db: str | None,
-    branch: str | None,
-    whole_proof: bool,
-    run: str | None,
-    limit: int | None,
-    base_url: str | None,
-    api_key_env: str,
-    json_lines: bool,
-    out: Path,
-) -> None:
-    """Trace the project if needed, prove its open sorries, write back what Lean accepts."""
-    from leanloop.agent.proving import lean_servers, prove_sorries
+def prove_project(request: ProveRequest, project: str, commit: str | None, branch: str | None):
+    """``prove --project``: trace the project if needed, prove its open sorries through the
+    proving engine and write back what Lean accepts (the engine's hook)."""
+    from leanloop.agent.proving import prove_sorries
     from leanloop.agent.repositories import require_lean, setup_project
 
-    if generator is None or generator.startswith("recorded"):
+    if request.generator is None or request.generator.startswith("recorded"):
         raise LeanloopError(
             "proving sorries needs a model: --generator hf:PATH or external:MODEL",
             hint="the recorded diagnostic only replays a dataset's own proofs",
         )
     require_lean()
-    database = open_database(db)
+    database = open_database(request.db)
     with progress_bar(f"tracing {project} (if the database does not hold it)") as update:
         entry = setup_project(database, project, commit, progress=update)
-    lean_project = entry.open_project()
-    pool = lean_servers(lean_project.root, settings)
-    try:
-        theorems = database.get_sorry_theorems(entry.repository)[:limit]
-        prover = _prover(generator, None, settings, base_url, api_key_env, lean_project.root)
-        name = run or f"sorries:{generator}" + (":whole" if whole_proof else "")
-        with progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update:
-            report = prove_sorries(
-                theorems,
-                prover,
-                lean_project.root,
-                servers=pool,
-                database=database,
-                branch=branch,
-                whole_proof=whole_proof,
-                run=name,
-                progress=update,
-            )
-    finally:
-        pool.close()
-    out_console = err_console if json_lines else console
-    if json_lines:
+    root = entry.open_project().root
+    servers = lean_launcher(root, request.settings)
+    theorems = database.get_sorry_theorems(entry.repository)[: request.limit]
+    prover = request.prover(None)
+    name = request.run or f"sorries:{request.generator}" + (
+        ":whole" if request.mode is ProofMode.WHOLE else ""
+    )
+    with progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update:
+        report = prove_sorries(
+            theorems,
+            prover,
+            root,
+            servers=servers,
+            database=database,
+            branch=branch,
+            mode=request.mode,
+            run=name,
+            num_workers=request.workers,
+            address=request.address,
+            progress=update,
+        )
+    out_console = err_console if request.json_lines else console
+    if request.json_lines:
         for row in report.rows:
             typer.echo(row.model_dump_json())
     table = Table(title=f"run {report.run}", title_justify="left")
@@ -280,25 +292,41 @@ def _prove_sorries(
         )
     out_console.print(table)
     out_console.print(report.summary(), highlight=False)
-    written = report.write(out / entry.slug)
+    written = report.write(request.out / entry.slug)
     err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
 
 
-def _prover(generator, dataset_dir, settings, base_url, api_key_env, project):
+def lean_launcher(root: str | Path, settings: ProverConfig):
+    """The Lean REPLs of a project, after checking that Lean is there (a machine without Lean
+    hears that first, in one line)."""
+    from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
+    from leanloop.lean.launch import ReplLauncher
+
+    try:
+        return ReplLauncher.for_project(root, timeout=settings.tactic_timeout)
+    except (ToolchainNotFound, ServerNotFound) as exc:
+        raise LeanloopError(
+            f"proving needs Lean, which is not installed here ({exc.message})",
+            hint="install it (see 'leanloop doctor'), or use --replay to replay the recorded "
+            "proofs without Lean",
+        ) from None
+
+
+def _prover(generator, dataset_dir, settings, base_url, api_key_env):
     kind, _, argument = generator.partition(":")
     if kind == "recorded" and not argument and dataset_dir is not None:
         from leanloop.prover.recorded import RecordedProver
 
-        return RecordedProver(dataset_dir, config=settings, project_root=project)
+        return RecordedProver(dataset_dir, config=settings)
     if kind == "hf" and argument:
         from leanloop.prover.hf import HFProver
 
-        return HFProver(user_path(argument), config=settings, project_root=project)
+        return HFProver(user_path(argument), config=settings)
     if kind == "external" and argument:
         from leanloop.prover.external import ExternalProver
 
         key = None if api_key_env.lower() == "none" else api_key_env
-        return ExternalProver(argument, base_url, key, config=settings, project_root=project)
+        return ExternalProver(argument, base_url, key, config=settings)
     raise LeanloopError(f"--generator {generator}: expected recorded, hf:PATH or external:MODEL")
 
 
@@ -308,28 +336,24 @@ def _replay_servers(dataset_dir: Path):
     return functools.partial(ReplayServer.from_dataset, dataset_dir)
 
 
-def _lean_servers(project: str | None, settings):
-    """A factory of REPL servers in the project, after checking that Lean is there (first, so
-    that a machine without Lean hears that before anything else)."""
-    from leanloop.agent.proving import lean_server_factory
-    from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
+def _lean_servers(project: str | None, request: ProveRequest):
+    """Lean REPLs in the project the dataset was traced from (Lean checked first)."""
     from leanloop.lean.toolchain import require
 
-    try:
-        if project is None:
+    if project is None:
+        try:
             require(None)
-        else:
-            return lean_server_factory(project, settings)
-    except (ToolchainNotFound, ServerNotFound) as exc:
+        except LeanloopError as exc:
+            raise LeanloopError(
+                f"proving needs Lean, which is not installed here ({exc.message})",
+                hint="install it (see 'leanloop doctor'), or use --replay to replay the "
+                "recorded proofs without Lean",
+            ) from None
         raise LeanloopError(
-            f"proving needs Lean, which is not installed here ({exc.message})",
-            hint="install it (see 'leanloop doctor'), or use --replay to replay the recorded "
-            "proofs without Lean",
-        ) from None
-    raise LeanloopError(
-        "proving with Lean needs --project DIR",
-        hint="the Lean project the dataset was traced from, at its commit, built",
-    )
+            "proving with Lean needs --project DIR",
+            hint="the Lean project the dataset was traced from, at its commit, built",
+        )
+    return lean_launcher(user_path(project), request.settings)
 
 
 def _theorems(dataset_dir: Path, split: str, *, replay: bool, limit: int | None):
@@ -372,37 +396,59 @@ def _json_line(attempt: ProofAttempt) -> str:
             "seconds": round(attempt.seconds, 4),
             "attempt": attempt.attempt,
             "error": attempt.error,
+            "axioms": list(attempt.axioms) if attempt.axioms is not None else None,
+            "environment": attempt.environment,
         }
     ).decode()
 
 
-def _summary(report, replay: bool, skipped: int, out) -> None:
+def _json_printer(enabled: bool):
+    def show(attempt: ProofAttempt) -> None:
+        if enabled:
+            typer.echo(_json_line(attempt))
+
+    return show
+
+
+def _summary(report, skipped: int, out) -> None:
+    from leanloop.data.records import AttemptStatus
     from leanloop.prover.result import describe_status
 
-    found = "recorded proofs found" if replay else "proved"
     table = Table(title=f"run {report.run}", title_justify="left")
     table.add_column("outcome")
     table.add_column("attempts", justify="right")
-    from leanloop.data.records import AttemptStatus
-
     for status in AttemptStatus:
         count = report.status_counts.get(status.value, 0)
         if count:
             table.add_row(escape(describe_status(status)), str(count))
     out.print(table)
-    k = f", pass@{report.k} {report.pass_at_k:.3f}" if report.k > 1 else ""
-    out.print(
-        f"{found}: pass@1 {report.pass_at_1:.3f}{k} on {report.theorems} theorems; "
+    times = (
         f"{report.seconds_mean:.2f} s per attempt (median {report.seconds_median:.2f} s, "
-        f"max {report.seconds_max:.2f} s)",
-        highlight=False,
+        f"max {report.seconds_max:.2f} s)"
     )
+    if report.proving:
+        k = f", pass@{report.k} {report.pass_at_k:.3f}" if report.k > 1 else ""
+        out.print(
+            f"proved (checked by Lean, axioms audited): pass@1 {report.pass_at_1:.3f}{k} on "
+            f"{report.theorems} theorems; {times}",
+            highlight=False,
+        )
+    else:
+        found = round(report.rate_at_1 * report.theorems)
+        out.print(
+            f"recorded proofs found again ({report.environment}, not proving): about {found} of "
+            f"{report.theorems} theorems per attempt (rate {report.rate_at_1:.3f}); {times}",
+            highlight=False,
+        )
+    if report.axioms_used:
+        used = ", ".join(f"{name} ({count})" for name, count in report.axioms_used.items())
+        out.print(f"axioms the proofs depend on (Lean's audit): {used}", highlight=False)
     if skipped:
         out.print(
             f"{skipped} attempts were already finished in this run (not run again)",
             highlight=False,
         )
-    if replay:
+    if not report.proving:
         out.print(
             "replay: the recorded steps were replayed without Lean; no Lean checked these proofs",
             highlight=False,

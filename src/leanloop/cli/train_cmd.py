@@ -211,7 +211,7 @@ def reward_functions(names: list[str], lean_project: Path | None, header: str) -
 
 
 def _lean_reward(lean_project: Path | None, header: str):
-    from leanloop.agent.proving import lean_server_factory
+    from leanloop.lean.launch import ReplLauncher
     from leanloop.prover.config import ProverConfig
     from leanloop.trainer.lean_reward import LeanCheckedReward
 
@@ -219,8 +219,10 @@ def _lean_reward(lean_project: Path | None, header: str):
         raise LeanloopError(
             "the 'lean' reward checks tactics with Lean in a project: give --lean-project DIR"
         )
-    factory = lean_server_factory(user_path(lean_project), ProverConfig())
-    return LeanCheckedReward(factory, header=header)
+    launcher = ReplLauncher.for_project(
+        user_path(lean_project), timeout=ProverConfig().tactic_timeout
+    )
+    return LeanCheckedReward(launcher, header=header)
 
 
 @app.command("retrieval")

@@ -1,7 +1,8 @@
 """Proving: best-first (or depth-first) proof search over a ``LeanServer`` with a tactic
 generator, the provers users know (``HFProver``, ``RetrievalProver``, ``ExternalProver``),
-whole-proof mode, the offline replay environment (``ReplayServer``, the ``recorded``
-diagnostic) and distributed evaluation (``evaluate``).
+whole-proof mode with its screen of candidates, the offline replay environment
+(``ReplayServer``, the ``recorded`` diagnostic) and the one engine that runs a prover over many
+theorems, in-process or on Ray (``run_proofs``, ``evaluate``).
 
 Heavy dependencies (torch, transformers, openai, ray) load only when a prover first needs them.
 """
@@ -16,7 +17,9 @@ _EXPORTS = {
     "EvaluationReport": "leanloop.prover.report",
     "ExternalProver": "leanloop.prover.external",
     "HFProver": "leanloop.prover.hf",
-    "ProofWorker": "leanloop.prover.evaluation",
+    "ProofMode": "leanloop.prover.config",
+    "ProofRun": "leanloop.prover.run",
+    "ProofWorker": "leanloop.prover.run",
     "ProverConfig": "leanloop.prover.config",
     "RecordedGenerator": "leanloop.prover.recorded",
     "RecordedProver": "leanloop.prover.recorded",
@@ -24,7 +27,8 @@ _EXPORTS = {
     "RetrievalProver": "leanloop.prover.retrieval",
     "SearchResult": "leanloop.prover.result",
     "Target": "leanloop.prover.target",
-    "evaluate": "leanloop.prover.evaluation",
+    "evaluate": "leanloop.prover.run",
+    "run_proofs": "leanloop.prover.run",
     "search": "leanloop.prover.proof_search",
 }
 

@@ -8,14 +8,13 @@ import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from leanloop.data.records import AttemptStatus, Theorem
 from leanloop.errors import LeanloopError
 from leanloop.lean.server import LeanServer, ProofState, TheoremSource
 from leanloop.ml.protocols import Generator
-from leanloop.prover.config import ProverConfig
+from leanloop.prover.config import ProofMode, ProverConfig
 from leanloop.prover.proof_search import ProgressModel, describe_exception, search
 from leanloop.prover.result import SearchResult
 from leanloop.prover.target import Target
@@ -26,22 +25,19 @@ TheoremLike = Theorem | TheoremSource
 
 class BaseProver(ABC):
     """A prover: ``search(server, goal=..., theorem=...)`` finds a proof by search (see
-    :func:`leanloop.prover.proof_search.search`), ``prove_whole`` by whole-proof mode.
+    :func:`leanloop.prover.proof_search.search`), ``prove_whole`` by whole-proof mode;
+    ``prove_target`` does either for a ``Target`` (what ``leanloop.prover.run`` calls).
 
-    ``config`` is a ``ProverConfig``, a mapping of its fields or a YAML/JSON file.
-    ``project_root`` is the Lean project theorem records come from (their files are read
-    there when they are started on a Lean server). Models load on first use, in the process
-    that uses them; a prover that has loaded them pickles without them.
+    ``config`` is a ``ProverConfig``, a mapping of its fields or a YAML/JSON file. Models load
+    on first use, in the process that uses them; a prover that has loaded them pickles without
+    them. A prover holds no run: the Lean project a theorem record is read from is given with
+    each call (``project_root``).
     """
 
     def __init__(
-        self,
-        config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
-        *,
-        project_root: str | os.PathLike | None = None,
+        self, config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None
     ) -> None:
         self.config = ProverConfig() if config is None else ProverConfig.load(config)
-        self.project_root = Path(project_root).expanduser() if project_root else None
         #: LeanDojo-v2's attribute: the theorem ``next_tactic`` proposes tactics for (its
         #: context, e.g. the premises accessible from it), None for a bare state
         self.theorem: TheoremLike | None = None
@@ -115,9 +111,6 @@ class BaseProver(ABC):
 
     # -- search ------------------------------------------------------------------------------
 
-    def target(self, goal: str | None = None, theorem: TheoremLike | None = None) -> Target:
-        return Target.of(goal, theorem, self.project_root)
-
     def search(
         self,
         server: LeanServer,
@@ -125,11 +118,21 @@ class BaseProver(ABC):
         theorem: TheoremLike | None = None,
         *,
         attempt: int = 0,
+        project_root: str | os.PathLike | None = None,
     ) -> SearchResult:
         """Search for a proof of ``goal`` (a proposition) or ``theorem`` (a ``Theorem``
-        record or a ``TheoremSource``) on ``server``. A failure of the server or of the
-        generator ends the search as ``error``; bad arguments raise ``LeanloopError``."""
-        target = self.target(goal, theorem)
+        record — read from its file under ``project_root`` on a Lean server — or a
+        ``TheoremSource``) on ``server``. A failure of the server or of the generator ends the
+        search as ``error``; bad arguments raise ``LeanloopError``."""
+        target = Target.of(goal, theorem, project_root)
+        return self.prove_target(server, target, ProofMode.SEARCH, attempt=attempt)
+
+    def prove_target(
+        self, server: LeanServer, target: Target, mode: ProofMode, *, attempt: int = 0
+    ) -> SearchResult:
+        """One attempt at ``target`` on ``server``, by search or in whole-proof mode."""
+        if ProofMode(mode) is ProofMode.WHOLE:
+            return self._prove_whole(server, target, None, attempt)
         return search(
             server,
             target,
@@ -146,7 +149,7 @@ class BaseProver(ABC):
             text = state.pretty if goal_id is None else state.goals[goal_id]
         else:
             text = state
-        target = Target.of(goal=text) if self.theorem is None else self.target(None, self.theorem)
+        target = Target.of(goal=text) if self.theorem is None else Target.of(None, self.theorem)
         (ranked,) = self.generator_for(target).generate_batch(
             [text], 1, **self.generator_options(0)
         )
@@ -155,12 +158,20 @@ class BaseProver(ABC):
     # -- whole-proof mode --------------------------------------------------------------------
 
     def generate_whole_proofs(
-        self, theorem: str | TheoremLike, n: int | None = None, *, attempt: int = 0
+        self,
+        theorem: str | TheoremLike,
+        n: int | None = None,
+        *,
+        attempt: int = 0,
+        project_root: str | os.PathLike | None = None,
     ) -> list[str]:
         """Up to ``n`` (``config.num_whole_proofs``) distinct candidate proofs, best first:
         bodies of the theorem's ``by`` block, NOT checked. ``theorem`` is a statement (text
         ending with ``:= by``), a ``Theorem`` record or a ``TheoremSource``."""
-        statement = theorem if isinstance(theorem, str) else self.target(None, theorem).statement()
+        if isinstance(theorem, str):
+            statement = theorem
+        else:
+            statement = Target.of(None, theorem, project_root).statement()
         return self._whole_proofs(statement, n, attempt)
 
     def _whole_proofs(self, statement: str, n: int | None, attempt: int) -> list[str]:
@@ -182,15 +193,21 @@ class BaseProver(ABC):
         *,
         n: int | None = None,
         attempt: int = 0,
+        project_root: str | os.PathLike | None = None,
     ) -> SearchResult:
-        """Whole-proof mode: ``n`` candidate proofs, each checked on ``server``; the first
-        accepted is the result (see :func:`leanloop.prover.whole.check_whole_proofs`). A
-        failure of the model or the server ends it as ``error``."""
-        target = self.target(goal, theorem)
-        statement = target.statement()
+        """Whole-proof mode: ``n`` candidate proofs, each screened and checked on ``server``;
+        the first accepted is the result (see :func:`leanloop.prover.whole.check_whole_proofs`).
+        A failure of the model or the server ends it as ``error``."""
+        return self._prove_whole(server, Target.of(goal, theorem, project_root), n, attempt)
+
+    def _prove_whole(
+        self, server: LeanServer, target: Target, n: int | None, attempt: int
+    ) -> SearchResult:
         started = time.perf_counter()
         try:
-            candidates = self._whole_proofs(statement, n, attempt)
+            candidates = self._whole_proofs(target.statement(), n, attempt)
+        except LeanloopError:
+            raise
         except Exception as exc:  # a failing model ends this theorem only
             elapsed = time.perf_counter() - started
             return SearchResult(
@@ -202,7 +219,9 @@ class BaseProver(ABC):
             )
         model_seconds = time.perf_counter() - started
         remaining = max(self.config.timeout - model_seconds, 0.0)
-        result = check_whole_proofs(server, target, candidates, timeout=remaining)
+        result = check_whole_proofs(
+            server, target, candidates, timeout=remaining, policy=self.config.axiom_policy
+        )
         return result.model_copy(
             update={"model_seconds": model_seconds, "seconds": time.perf_counter() - started}
         )

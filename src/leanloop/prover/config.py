@@ -4,12 +4,24 @@ one configuration, LeanDojo-v2's field names included, loadable from YAML or JSO
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
 
 from leanloop.configfile import CONFIG, ConfigBase
+
+if TYPE_CHECKING:
+    from leanloop.lean.axioms import AxiomPolicy
+
+
+class ProofMode(StrEnum):
+    """How a prover proves: ``search`` tactic by tactic through a Lean server, or ``whole``
+    proofs written at once by a model and each checked by Lean."""
+
+    SEARCH = "search"
+    WHOLE = "whole"
 
 
 @dataclass(config=CONFIG)
@@ -99,15 +111,28 @@ class ProverConfig(ConfigBase):
         description="Replay a proof found by search from a fresh start of the proof on the "
         "same server before reporting it.",
     )
-    lean_check: bool = Field(
-        True,
-        description="Also check a proof found by search as a whole with Lean (the theorem "
-        "with its proof, in its file's context) when the theorem's source is known.",
+    allow_native: bool = Field(
+        False,
+        description="Accept proofs that trust compiled code (native_decide, decide +native, "
+        "bv_decide: the axioms Lean.ofReduceBool, Lean.trustCompiler and the per-use "
+        "*._native.* axioms). Off: such proofs are refused by the axiom audit.",
+    )
+    allowed_axioms: tuple[str, ...] = Field(
+        ("propext", "Classical.choice", "Quot.sound"),
+        description="The axioms a proof may depend on (Lean's #print axioms, read as a set). "
+        "sorryAx is refused whatever this says.",
     )
     server_uses: int = Field(
         100, ge=1, description="Theorems a worker proves with one Lean server before a new one."
     )
     num_gpus: float = Field(0.0, ge=0, description="GPUs reserved for each Ray worker.")
+
+    @property
+    def axiom_policy(self) -> AxiomPolicy:
+        """The axiom audit every proof passes before it counts as proved."""
+        from leanloop.lean.axioms import AxiomPolicy
+
+        return AxiomPolicy(allowed=frozenset(self.allowed_axioms), allow_native=self.allow_native)
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> ProverConfig:

@@ -162,9 +162,8 @@ class ExternalProver(BaseProver):
         logprobs: bool = True,
         config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
         prompt_format: PromptFormat | None = None,
-        project_root: str | os.PathLike | None = None,
     ) -> None:
-        super().__init__(config, project_root=project_root)
+        super().__init__(config)
         if timeout <= 0 or max_retries < 0:
             raise LeanloopError(
                 f"ExternalProver: timeout={timeout}, max_retries={max_retries}: the timeout must "

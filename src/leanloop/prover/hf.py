@@ -17,8 +17,7 @@ from leanloop.prover.whole import WholeProofFormat
 
 
 class HFProver(BaseProver):
-    """A prover around ``TacticGenerator`` (see :class:`BaseProver` for ``config`` and
-    ``project_root``).
+    """A prover around ``TacticGenerator`` (see :class:`BaseProver` for ``config``).
 
     ``ckpt_path`` is a checkpoint directory, a trainer's ``output_dir`` (its latest checkpoint),
     a LoRA adapter directory (loaded onto its base model) or a model name. ``use_lora=True``
@@ -35,9 +34,8 @@ class HFProver(BaseProver):
         *,
         config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
         decoding: Mapping[str, Any] | None = None,
-        project_root: str | os.PathLike | None = None,
     ) -> None:
-        super().__init__(config, project_root=project_root)
+        super().__init__(config)
         self.ckpt_path = os.fspath(ckpt_path)
         self.use_lora = use_lora
         self.device = device

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
+from leanloop.lean.audit import Outcome, check_declaration
 from leanloop.lean.errors import LeanError, ServerError
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
-from leanloop.lean.verdict import Verdict
 from leanloop.ml.protocols import Generator
 from leanloop.prover.config import ProverConfig
 from leanloop.prover.result import SearchResult
@@ -55,9 +55,10 @@ def search(
 
     ``options`` go to every ``generator.generate_batch`` call; ``frontier`` replaces the
     strategy ``config.strategy`` names; ``progress`` is used when ``config.progress_weight`` >
-    0. A proof found is replayed from a fresh start (``config.recheck``) and, on a Lean server
-    and where the theorem's source is known, checked as a whole (``config.lean_check``) before
-    it is reported: ``proved`` on a server that checks with Lean, ``replayed`` otherwise. A
+    0. A proof found is replayed from a fresh start (``config.recheck``) and, on a Lean server,
+    judged by Lean as a declaration of its own with its axioms audited (the one soundness
+    policy, ``leanloop.lean.audit``) before it is reported: ``proved`` on a server that checks
+    with Lean, ``replayed`` otherwise. A
     proof that is not accepted is recorded as a failed tactic, with the reason, and the search
     goes on; if it then ends without a proof, ``error`` also names the last proof found and
     why it was not accepted, and the status is ``refused`` if a proof was refused (unless a
@@ -77,11 +78,14 @@ class _Stop(Exception):
     """Ends the search loop with an outcome; also the verdict on a proof found (with
     ``proof`` set then)."""
 
-    def __init__(self, status: AttemptStatus, error: str | None = None, proof=None) -> None:
+    def __init__(
+        self, status: AttemptStatus, error: str | None = None, proof=None, axioms=None
+    ) -> None:
         super().__init__(status.value)
         self.status = status
         self.error = error
         self.proof = proof
+        self.axioms = axioms
 
 
 #: How searches end that no failure stopped: a proof refused on the way overrides them.
@@ -142,6 +146,9 @@ class _Search:
             seconds=time.perf_counter() - started,
             lean_seconds=self.lean_seconds,
             model_seconds=self.model_seconds,
+            axioms=tuple(outcome.axioms)
+            if outcome.status.found_proof and outcome.axioms is not None
+            else None,
         )
 
     def _loop(self) -> None:
@@ -317,10 +324,13 @@ class _Search:
     # -- confirming a proof found ------------------------------------------------------------
 
     def _confirm(self, proof: list[str]) -> _Stop:
-        """The verdict on a proof found: ``proved`` (``replayed`` on a server that does not
-        check with Lean) when accepted; ``error`` when the server failed, which ends the search;
-        else why it is not accepted (``failed``: it does not replay, or Lean rejected it checked
-        as a whole; ``refused``), and the search goes on."""
+        """The verdict on a proof found: replayed from a fresh start (``config.recheck``), then,
+        on a server that checks with Lean, judged by Lean as a declaration of its own with its
+        axioms audited (``leanloop.lean.audit``). ``proved`` (``replayed`` on a server that
+        does not check with Lean) when accepted; ``error`` when the server failed or the code
+        around the theorem does not elaborate, which ends the search; else why it is not
+        accepted (``failed``: it does not replay, or Lean rejected it; ``refused``: the audit
+        refused it), and the search goes on."""
         if self.config.recheck:
             try:
                 problem = self._replay(proof)
@@ -332,27 +342,25 @@ class _Search:
                 )
         if not self.server.checks_with_lean:
             return _Stop(AttemptStatus.REPLAYED, proof=proof)
-        code = self.target.tactics_code(proof) if self.target.goal is None else None
-        if self.config.lean_check and code is not None:
-            try:
-                checked = self._lean(self.server.check, code)
-            except LeanError as exc:
-                return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the check: {exc}")
-            if checked.verdict is Verdict.CONTAINS_SORRY:
-                return _Stop(
-                    AttemptStatus.REFUSED,
-                    "Lean accepted the proof found, checked as a whole, only with a sorry "
-                    "(in the proof or elsewhere in its file)",
-                    proof,
-                )
-            if not checked.accepted:
-                first = checked.errors[0].text if checked.errors else checked.verdict.value
-                return _Stop(
-                    AttemptStatus.FAILED,
-                    f"Lean rejected the proof found, checked as a whole: {first}",
-                    proof,
-                )
-        return _Stop(AttemptStatus.PROVED, proof=proof)
+        audited = self.target.audited_tactics(proof)
+        if audited is None:
+            return _Stop(
+                AttemptStatus.ERROR,
+                f"{self.target.label}: its source is unknown, so Lean cannot check the proof",
+            )
+        policy = self.config.axiom_policy
+        try:
+            judgement, _ = self._lean(check_declaration, self.server, audited, policy)
+        except LeanError as exc:
+            return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the check: {exc}")
+        if judgement.accepted:
+            return _Stop(AttemptStatus.PROVED, proof=proof, axioms=judgement.axioms)
+        if judgement.outcome is Outcome.BROKEN:
+            return _Stop(AttemptStatus.ERROR, judgement.reason)
+        status = (
+            AttemptStatus.REFUSED if judgement.outcome is Outcome.REFUSED else AttemptStatus.FAILED
+        )
+        return _Stop(status, f"the proof found, checked by Lean: {judgement.reason}", proof)
 
     def _replay(self, proof: list[str]) -> str | None:
         """None when ``proof`` finishes from a fresh start of the target, else the problem (a

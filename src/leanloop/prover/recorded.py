@@ -82,9 +82,8 @@ class RecordedProver(BaseProver):
         dataset: str | os.PathLike,
         *,
         config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
-        project_root: str | os.PathLike | None = None,
     ) -> None:
-        super().__init__(config, project_root=project_root)
+        super().__init__(config)
         self.dataset = Path(dataset).expanduser()
         if not self.dataset.exists():
             raise LeanloopError(f"dataset {self.dataset}: no such file or directory")

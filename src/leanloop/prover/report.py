@@ -8,8 +8,9 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_serializer
 
 from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey
@@ -24,17 +25,33 @@ def pass_at_k(attempts: int, found: int, k: int) -> float:
 
 
 class EvaluationReport(BaseModel):
-    """What an evaluation run found. ``pass_at_1`` and ``pass_at_k`` count a theorem as solved
-    by an attempt that found a proof (``proved``, or ``replayed`` in a replay: then it measures
-    how often the recorded proof was found, not proving); every theorem attempted counts,
-    errors and timeouts included."""
+    """What an evaluation run found.
+
+    ``environment`` says where the attempts ran: ``lean`` (Lean servers; a proof counts only
+    when Lean accepted it and its axioms passed the audit) or ``replay`` (recorded steps, no
+    Lean). The rate of theorems with a proof is called ``pass_at_1`` / ``pass_at_k`` in ``lean``
+    only; in a replay it is ``replayed_at_1`` / ``replayed_at_k`` (how often the recorded proof
+    was found again: no proving). Every theorem attempted counts, errors and timeouts included.
+    """
 
     run: str
+    environment: Literal["lean", "replay", "mixed", "unknown"] = Field(
+        description="lean, replay, mixed (both: the rate is not a pass rate), or unknown "
+        "(attempts stored before leanloop recorded it)."
+    )
     theorems: int = Field(description="Theorems attempted.")
     k: int = Field(description="Attempts per theorem.")
-    pass_at_1: float
-    pass_at_k: float
+    pass_at_1: float | None = Field(None, description="Lean only: proofs Lean accepted.")
+    pass_at_k: float | None = None
+    replayed_at_1: float | None = Field(
+        None, description="Replay only: recorded proofs found again (not proving)."
+    )
+    replayed_at_k: float | None = None
     status_counts: dict[str, int] = Field(description="Attempts by how they ended.")
+    axioms_used: dict[str, int] = Field(
+        default_factory=dict,
+        description="How many proved attempts depend on each axiom (Lean's audit).",
+    )
     seconds_mean: float = Field(description="Mean wall-clock seconds of an attempt.")
     seconds_median: float
     seconds_max: float
@@ -56,29 +73,74 @@ class EvaluationReport(BaseModel):
                 for a in by_theorem.values()
             )
 
+        environment = environment_of(attempts)
+        rates = {"pass_at_1": mean_pass(1), "pass_at_k": mean_pass(k)}
+        if environment != "lean":
+            rates = {"replayed_at_1": rates["pass_at_1"], "replayed_at_k": rates["pass_at_k"]}
         seconds = [a.seconds for a in attempts] or [0.0]
         counts = Counter(a.status.value for a in attempts)
         return cls(
             run=run,
+            environment=environment,
             theorems=len(by_theorem),
             k=k,
-            pass_at_1=mean_pass(1),
-            pass_at_k=mean_pass(k),
+            **rates,
             status_counts={s.value: counts[s.value] for s in AttemptStatus if counts[s.value]},
+            axioms_used=dict(
+                sorted(
+                    Counter(
+                        axiom
+                        for a in attempts
+                        if a.status is AttemptStatus.PROVED
+                        for axiom in a.axioms or ()
+                    ).items()
+                )
+            ),
             seconds_mean=statistics.fmean(seconds),
             seconds_median=statistics.median(seconds),
             seconds_max=max(seconds),
             attempts=attempts,
         )
 
+    @model_serializer(mode="wrap")
+    def _named_rates(self, handler):
+        """The rates under their own names only: no ``pass_at_1`` key in a replay's JSON."""
+        data = handler(self)
+        for name in ("pass_at_1", "pass_at_k", "replayed_at_1", "replayed_at_k"):
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    @property
+    def proving(self) -> bool:
+        """Whether the rate is a pass rate (every attempt ran on Lean)."""
+        return self.environment == "lean"
+
+    @property
+    def rate_at_1(self) -> float:
+        """The share of theorems with a proof found by one attempt: ``pass_at_1`` on Lean,
+        ``replayed_at_1`` otherwise."""
+        value = self.pass_at_1 if self.proving else self.replayed_at_1
+        return value or 0.0
+
+    @property
+    def rate_at_k(self) -> float:
+        value = self.pass_at_k if self.proving else self.replayed_at_k
+        return value or 0.0
+
+    @property
+    def rate_name(self) -> str:
+        """What the rate is called: ``pass`` on Lean, ``replayed`` otherwise."""
+        return "pass" if self.proving else "replayed"
+
     @property
     def replayed_only(self) -> bool:
         """True when proofs were only found again in recorded data (no Lean checked them)."""
-        return bool(self.status_counts.get("replayed")) and not self.status_counts.get("proved")
+        return not self.proving
 
     def to_json(self, path: str | Path) -> Path:
         path = Path(path)
-        write_text_atomic(path, self.model_dump_json(indent=1) + "\n")
+        write_text_atomic(path, self.model_dump_json(indent=1, exclude_none=True) + "\n")
         return path
 
     def plot(self, path: str | Path) -> Path:
@@ -104,12 +166,29 @@ class EvaluationReport(BaseModel):
         solved = sorted(a.seconds for a in self.attempts if a.status.found_proof)
         right.step(solved, range(1, len(solved) + 1), where="post")
         right.set_xlabel("time budget (s)")
-        right.set_ylabel("replayed" if self.replayed_only else "proved")
+        right.set_ylabel("proved" if self.proving else "recorded proofs found")
         figure.suptitle(
-            f"{self.run}: pass@1 {self.pass_at_1:.3f} on {self.theorems} theorems"
+            f"{self.run}: {self.rate_name}@1 {self.rate_at_1:.3f} on {self.theorems} theorems"
             + (" (recorded proofs found, no Lean)" if self.replayed_only else "")
         )
         figure.tight_layout()
         write_figure_atomic(path, figure)
         plt.close(figure)
         return path
+
+
+def environment_of(attempts: Iterable[ProofAttempt]) -> str:
+    """Where ``attempts`` ran: ``lean``, ``replay``, ``mixed`` or ``unknown`` (an attempt
+    stored without it counts as a replay when it replayed, as Lean when Lean proved it)."""
+    seen = set()
+    for attempt in attempts:
+        environment = attempt.environment
+        if environment is None and attempt.status is AttemptStatus.REPLAYED:
+            environment = "replay"
+        elif environment is None and attempt.status is AttemptStatus.PROVED:
+            environment = "lean"
+        seen.add(environment)
+    known = seen - {None}  # attempts that failed before reaching a server say nothing
+    if len(known) > 1:
+        return "mixed"
+    return known.pop() if known else "unknown"

@@ -3,6 +3,8 @@ or error), with its proof, its counts and times, and its record for the database
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
@@ -28,6 +30,11 @@ class SearchResult(BaseModel):
     seconds: float = Field(0.0, ge=0, description="Wall-clock time of the whole attempt.")
     lean_seconds: float = Field(0.0, ge=0, description="Time spent waiting for the server.")
     model_seconds: float = Field(0.0, ge=0, description="Time spent in the generator.")
+    axioms: tuple[str, ...] | None = Field(
+        None,
+        description="The axioms Lean's audit reported the proof depends on (None: no audit "
+        "ran, as in a replay).",
+    )
 
     @property
     def found_proof(self) -> bool:
@@ -39,9 +46,16 @@ class SearchResult(BaseModel):
         return None if self.proof is None else "\n".join(self.proof)
 
     def to_attempt(
-        self, theorem: Theorem, *, run: str, attempt: int = 0, prover: str = ""
+        self,
+        theorem: Theorem,
+        *,
+        run: str,
+        attempt: int = 0,
+        prover: str = "",
+        environment: Literal["lean", "replay"] | None = None,
     ) -> ProofAttempt:
-        """The database record of this result as attempt ``attempt`` of ``run``."""
+        """The database record of this result as attempt ``attempt`` of ``run``, made on a
+        Lean server (``environment="lean"``) or a replay."""
         return ProofAttempt(
             run=run,
             url=theorem.url,
@@ -58,6 +72,8 @@ class SearchResult(BaseModel):
             lean_seconds=self.lean_seconds,
             model_seconds=self.model_seconds,
             error=self.error,
+            axioms=self.axioms,
+            environment=environment,
         )
 
     def __str__(self) -> str:

@@ -13,7 +13,7 @@ from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.prover.config import ProverConfig
 from leanloop.prover.hf import HFProver
-from leanloop.prover.target import Target
+from leanloop.prover.target import Target, TheoremTarget
 
 
 class PremiseAugmented:
@@ -47,7 +47,8 @@ class RetrievalProver(HFProver):
     """``HFProver`` over ``gen_ckpt_path`` with premises retrieved by the retriever checkpoint
     ``ret_ckpt_path`` (``RetrievalTrainer``'s output) from the corpus of
     ``indexed_corpus_path`` (a LeanDojo-format dataset directory; premises its ``corpus.jsonl``
-    lacks are taken from its theorems' tactics). The corpus is embedded once, on first use;
+    lacks are taken from the tactics of its train split — never from val or test proofs — or of
+    all its theorems when it has no splits). The corpus is embedded once, on first use;
     ``num_retrieved`` premises go before each state."""
 
     def __init__(
@@ -61,7 +62,6 @@ class RetrievalProver(HFProver):
         device: str = "auto",
         config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,
         decoding: Mapping[str, Any] | None = None,
-        project_root: str | os.PathLike | None = None,
     ) -> None:
         super().__init__(
             gen_ckpt_path,
@@ -69,7 +69,6 @@ class RetrievalProver(HFProver):
             device,
             config=config,
             decoding=decoding,
-            project_root=project_root,
         )
         self.ret_ckpt_path = os.fspath(ret_ckpt_path)
         self.indexed_corpus_path = Path(indexed_corpus_path).expanduser()
@@ -99,14 +98,19 @@ class RetrievalProver(HFProver):
         """The premise index of the corpus (built on first use)."""
         if self._index is None:
             from leanloop.data.leandojo import LeanDojoDataset
-            from leanloop.retrieval.corpus import Corpus
+            from leanloop.retrieval.corpus import CandidatePool
             from leanloop.retrieval.index import PremiseIndex
             from leanloop.retrieval.model import PremiseRetriever
 
             device = None if self.device == "auto" else self.device
             retriever = PremiseRetriever.load(self.ret_ckpt_path, device=device, freeze=True)
             dataset = LeanDojoDataset(self.indexed_corpus_path)
-            corpus = Corpus.from_dataset(self.indexed_corpus_path, dataset.iter_theorems())
+            train = [f for f in dataset.split_files if f.split == "train"]
+            if train:  # the proofs of val and test theorems never add candidates
+                theorems = (item.parse() for item in dataset.iter_theorem_items(train))
+            else:  # a dataset without splits: its theorems are the corpus it was given as
+                theorems = dataset.iter_theorems()
+            corpus = CandidatePool.of_dataset(self.indexed_corpus_path, theorems).corpus
             if len(corpus) == 0:
                 raise LeanloopError(
                     f"{self.indexed_corpus_path}: the corpus has no premise to retrieve",
@@ -120,7 +124,7 @@ class RetrievalProver(HFProver):
 
     def generator_for(self, target: Target) -> Generator:
         file_path, position = "", (0, 0)  # a goal: every premise counts as accessible
-        if target.theorem is not None:
+        if isinstance(target, TheoremTarget):
             file_path, position = target.theorem.file_path, target.theorem.start
         elif target.source is not None:
             file_path = target.source.file_path

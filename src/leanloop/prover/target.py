@@ -1,10 +1,12 @@
-"""What a prover is asked to prove and how a proof of it starts on a server: a goal, a theorem's
-source (``TheoremSource``), or a theorem record (its recorded first state on a replay server, its
-source file under a project root on a Lean server); and its proofs as Lean code to check."""
+"""What a prover is asked to prove — a goal (``GoalTarget``), a theorem's source
+(``SourceTarget``) or a theorem record found under a project root (``TheoremTarget``) — how a
+proof of it starts on a server, and its proofs as Lean code to judge (``AuditedCode``: the
+declaration, then its axioms printed at top level)."""
 
 from __future__ import annotations
 
 import textwrap
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -13,8 +15,13 @@ from typing import Protocol, runtime_checkable
 
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
+from leanloop.lean.audit import AuditedCode
+from leanloop.lean.lexer import escape_name
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import LeanServer, ProofState, TheoremSource
+
+#: The name a goal is stated under when its proof is checked.
+GOAL_NAME = "leanloop_goal"
 
 
 @runtime_checkable
@@ -24,93 +31,148 @@ class RecordedStarts(Protocol):
     def start_recorded(self, theorem: Theorem) -> ProofState: ...
 
 
-@dataclass(frozen=True)
-class Target:
-    """One thing to prove: exactly one of ``goal``, ``source`` and ``theorem``. A theorem record
-    started on a Lean server needs ``project_root``, the Lean project it comes from (checked out
-    at its commit), where its file is read and scanned."""
+def proof_block(proof: str) -> str:
+    """A proof body (the tactics after ``by``) indented as the block of a declaration."""
+    return textwrap.indent(textwrap.dedent(proof).strip("\n"), "  ")
 
-    goal: str | None = None
-    source: TheoremSource | None = None
-    theorem: Theorem | None = None
-    project_root: Path | None = None
 
-    @classmethod
+class Target(ABC):
+    """One thing to prove: a ``GoalTarget``, a ``SourceTarget`` or a ``TheoremTarget``
+    (``Target.of`` picks the kind from what it is given)."""
+
+    @staticmethod
     def of(
-        cls,
         goal: str | None = None,
-        theorem: Theorem | TheoremSource | None = None,
+        theorem: Theorem | TheoremSource | Target | None = None,
         project_root: str | Path | None = None,
     ) -> Target:
-        """The target of ``search(server, goal=..., theorem=...)``: a goal, or a theorem."""
+        """The target of ``search(server, goal=..., theorem=...)``: a goal, or a theorem (a
+        record is looked up under ``project_root`` when it is started on a Lean server)."""
         if (goal is None) == (theorem is None):
             raise LeanloopError(
                 "give either a goal or a theorem to prove",
                 hint="search(server, goal='∀ p q : Prop, p ∧ q → q ∧ p') or "
                 "search(server, theorem=...)",
             )
-        root = Path(project_root).expanduser() if project_root is not None else None
         if goal is not None:
             if not isinstance(goal, str) or not goal.strip():
                 raise LeanloopError(f"goal {goal!r}: expected the statement to prove, as text")
-            return cls(goal=goal.strip(), project_root=root)
+            return GoalTarget(goal.strip())
+        if isinstance(theorem, Target):
+            return theorem
         if isinstance(theorem, TheoremSource):
-            return cls(source=theorem, project_root=root)
+            return SourceTarget(theorem)
         if isinstance(theorem, Theorem):
-            return cls(theorem=theorem, project_root=root)
+            root = Path(project_root).expanduser() if project_root is not None else None
+            return TheoremTarget(theorem, root)
         raise LeanloopError(
             f"theorem of type {type(theorem).__name__}: expected a Theorem record or a "
             "TheoremSource"
         )
 
     @property
+    @abstractmethod
     def label(self) -> str:
-        if self.goal is not None:
-            return self.goal
-        if self.source is not None:
-            return self.source.full_name
-        assert self.theorem is not None
-        return self.theorem.full_name
+        """The theorem's full name, or the goal."""
 
-    # -- starting ----------------------------------------------------------------------------
-
+    @abstractmethod
     def start(self, server: LeanServer) -> ProofState:
         """The first state of a proof of the target on ``server``."""
-        if self.goal is not None:
-            return server.start_proof(self.goal)
-        if self.theorem is not None and isinstance(server, RecordedStarts):
+
+    @abstractmethod
+    def statement(self) -> str:
+        """The theorem as a model is shown it for a whole proof, ending with ``:= by``."""
+
+    @abstractmethod
+    def audited(self, proof: str) -> AuditedCode | None:
+        """Lean code stating the target with ``proof`` (the body of its ``by`` block), followed
+        by the audit of its axioms; None when the target's source is unknown."""
+
+    def audited_tactics(self, tactics: Sequence[str]) -> AuditedCode | None:
+        """``audited`` of a proof given as tactics, one after the other."""
+        return self.audited("\n".join(tactics))
+
+    @property
+    def source(self) -> TheoremSource | None:
+        """The theorem's source when it is known without reading anything, else None."""
+        return None
+
+
+@dataclass(frozen=True)
+class GoalTarget(Target):
+    """A proposition to prove, stated as a theorem of its own."""
+
+    goal: str
+
+    @property
+    def label(self) -> str:
+        return self.goal
+
+    def start(self, server: LeanServer) -> ProofState:
+        return server.start_proof(self.goal)
+
+    def statement(self) -> str:
+        return f"example : {self.goal} := by"
+
+    def audited(self, proof: str) -> AuditedCode:
+        code = f"theorem {GOAL_NAME} : {self.goal} := by\n{proof_block(proof)}"
+        return AuditedCode.around(code, 0, len(code), GOAL_NAME)
+
+
+@dataclass(frozen=True)
+class SourceTarget(Target):
+    """A theorem given by its source: the file's text before it, its signature and context."""
+
+    theorem_source: TheoremSource
+
+    @property
+    def label(self) -> str:
+        return self.theorem_source.full_name
+
+    @property
+    def source(self) -> TheoremSource:
+        return self.theorem_source
+
+    def start(self, server: LeanServer) -> ProofState:
+        return server.start_theorem(self.theorem_source)
+
+    def statement(self) -> str:
+        return source_statement(self.theorem_source)
+
+    def audited(self, proof: str) -> AuditedCode:
+        return source_code(self.theorem_source, proof)
+
+
+@dataclass(frozen=True)
+class TheoremTarget(Target):
+    """A theorem record: started from its recorded first state on a replay server, from its
+    file under ``project_root`` (the Lean project at the theorem's commit) on a Lean server."""
+
+    theorem: Theorem
+    project_root: Path | None = None
+
+    @property
+    def label(self) -> str:
+        return self.theorem.full_name
+
+    def start(self, server: LeanServer) -> ProofState:
+        if isinstance(server, RecordedStarts):
             return server.start_recorded(self.theorem)
         return server.start_theorem(self.theorem_source)
 
     @cached_property
     def theorem_source(self) -> TheoremSource:
-        """The theorem's source: as given, or read from its file under ``project_root``."""
-        if self.source is not None:
-            return self.source
-        if self.theorem is None:
-            raise LeanloopError(f"{self.label}: a goal has no source file")
+        """The theorem's source, read from its file under ``project_root``."""
         return theorem_source(self.theorem, self.project_root)
 
     @property
-    def known_source(self) -> TheoremSource | None:
-        """The source when it is known without reading anything (given, or a theorem record
-        whose file can be found), else None."""
-        if self.source is not None:
-            return self.source
-        if self.theorem is not None and self.project_root is not None:
-            return self.theorem_source
-        return None
-
-    # -- proofs as Lean code -----------------------------------------------------------------
+    def source(self) -> TheoremSource | None:
+        return self.theorem_source if self.project_root is not None else None
 
     def statement(self) -> str:
-        """The theorem as a model is shown it for a whole proof, ending with ``:= by``."""
-        if self.goal is not None:
-            return f"example : {self.goal} := by"
-        source = self.known_source
+        source = self.source
         if source is not None:
-            return f"{source.local_context}theorem {source.full_name} {source.signature} := by"
-        assert self.theorem is not None
+            return source_statement(source)
         if self.theorem.statement:
             return f"{self.theorem.statement.rstrip()} := by"
         if self.theorem.traced_tactics:
@@ -120,22 +182,28 @@ class Target:
             hint="give the Lean project it comes from (project_root) or a TheoremSource",
         )
 
-    def code(self, proof: str) -> str | None:
-        """Lean code stating the target with ``proof`` (the body of its ``by`` block) as its
-        proof, for ``LeanServer.check``; None for a theorem record without its source."""
-        body = textwrap.indent(textwrap.dedent(proof).strip("\n"), "  ")
-        if self.goal is not None:
-            return f"example : {self.goal} := by\n{body}"
-        source = self.known_source
-        if source is None:
-            return None
-        declaration = f"{source.local_context}example {source.signature} := by\n{body}"
-        prefix = source.prefix.rstrip()
-        return f"{prefix}\n\n{declaration}" if prefix else declaration
+    def audited(self, proof: str) -> AuditedCode | None:
+        source = self.source
+        return source_code(source, proof) if source is not None else None
 
-    def tactics_code(self, tactics: Sequence[str]) -> str | None:
-        """``code`` of a proof given as tactics, one after the other."""
-        return self.code("\n".join(tactics))
+
+def source_statement(source: TheoremSource) -> str:
+    return f"{source.local_context}theorem {escape_name(source.full_name)} {source.signature} := by"
+
+
+def source_code(source: TheoremSource, proof: str) -> AuditedCode:
+    """The theorem restated under its own name in its file's context, proved by ``proof``."""
+    kind = "theorem" if source.kind in ("theorem", "lemma", "example") else source.kind
+    modifiers = "".join(f"{m} " for m in source.modifiers)
+    name = escape_name(source.name or source.full_name.rsplit(".", 1)[-1])
+    declaration = (
+        f"{source.local_context}{modifiers}{kind} {name} {source.signature} := by\n"
+        f"{proof_block(proof)}"
+    )
+    prefix = source.prefix.rstrip()
+    text = f"{prefix}\n\n{declaration}" if prefix else declaration
+    start = len(text) - len(declaration)
+    return AuditedCode.around(text, start, len(text), source.full_name, source.scopes)
 
 
 def theorem_source(theorem: Theorem, project_root: Path | None) -> TheoremSource:

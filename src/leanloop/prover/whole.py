@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import AttemptStatus
@@ -14,6 +15,9 @@ from leanloop.lean.errors import LeanError
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.prover.result import SearchResult
 from leanloop.prover.target import Target
+
+if TYPE_CHECKING:
+    from leanloop.lean.axioms import AxiomPolicy
 
 WHOLE_PROOF_SYSTEM_PROMPT = (
     "You are an expert in the Lean 4 theorem prover. You are given a theorem whose statement "
@@ -55,51 +59,77 @@ def split_tactics(proof: str) -> list[str]:
 
 
 def check_whole_proofs(
-    server: LeanServer, target: Target, candidates: Sequence[str], *, timeout: float
+    server: LeanServer,
+    target: Target,
+    candidates: Sequence[str],
+    *,
+    timeout: float,
+    policy: AxiomPolicy | None = None,
 ) -> SearchResult:
-    """The first candidate accepted, as ``proved`` (Lean accepted the whole theorem with it)
-    or, on a replay server, ``replayed`` (its tactics replayed to the end); ``failed`` when
-    none is; ``timeout`` when ``timeout`` seconds pass first; ``error`` when the server fails."""
+    """The first candidate accepted: ``proved`` when Lean accepted the theorem with it and its
+    axioms passed ``policy`` (default: the standard allow-list), or, on a replay server,
+    ``replayed`` (its tactics replayed to the end). Each candidate is screened first (a
+    declared axiom, a changed statement, ... is refused without asking Lean). ``refused`` when
+    none was accepted and at least one was refused; ``failed`` when none was accepted
+    otherwise; ``timeout`` when ``timeout`` seconds pass first; ``error`` when the server fails
+    or the code around the theorem does not elaborate."""
+    from leanloop.lean.audit import Outcome, check_declaration
+    from leanloop.lean.axioms import AxiomPolicy
+    from leanloop.prover.screen import screen_candidate
+
+    policy = policy or AxiomPolicy()
     started = time.perf_counter()
     lean_seconds = 0.0
     checked = 0
-    status, proof, error = AttemptStatus.FAILED, None, None
-    problems: list[str] = []
+    status, proof, error, axioms = AttemptStatus.FAILED, None, None, None
+    rejected: list[str] = []
+    refused: list[str] = []
+    statement = target.statement().removesuffix(":= by").rstrip()
     for candidate in candidates:
         if time.perf_counter() - started >= timeout:
             status, error = AttemptStatus.TIMEOUT, f"no proof accepted within {timeout:g} s"
             break
         checked += 1
+        screened = screen_candidate(candidate, statement)
+        if screened.refusal is not None or screened.body is None:
+            reason = screened.refusal.reason if screened.refusal is not None else "empty"
+            refused.append(reason)
+            continue
+        body = screened.body
         before = time.perf_counter()
         try:
             if server.checks_with_lean:
-                code = target.code(candidate)
-                if code is None:
+                audited = target.audited(body)
+                if audited is None:
                     status = AttemptStatus.ERROR
                     error = f"{target.label}: its source is unknown, so no proof can be checked"
                     break
-                verdict = server.check(code)
-                accepted = verdict.accepted
-                problem = verdict.errors[0].text if verdict.errors else verdict.verdict.value
-                found = (candidate,)
+                judgement, _ = check_declaration(server, audited, policy)
+                if judgement.outcome is Outcome.BROKEN:
+                    status, error = AttemptStatus.ERROR, judgement.reason
+                    break
+                if judgement.accepted:
+                    status, proof, axioms = AttemptStatus.PROVED, (body,), judgement.axioms
+                    break
+                (refused if judgement.outcome is Outcome.REFUSED else rejected).append(
+                    judgement.reason
+                )
             else:
-                tactics = split_tactics(candidate)
+                tactics = split_tactics(body)
                 problem = _replay(server, target, tactics)
-                accepted = problem is None
-                found = tuple(tactics)
+                if problem is None:
+                    status, proof = AttemptStatus.REPLAYED, tuple(tactics)
+                    break
+                rejected.append(problem)
         except LeanError as exc:
             status, error = AttemptStatus.ERROR, f"the Lean server failed: {exc}"
             break
         finally:
             lean_seconds += time.perf_counter() - before
-        if accepted:
-            status = AttemptStatus.PROVED if server.checks_with_lean else AttemptStatus.REPLAYED
-            proof, error = found, None
-            break
-        problems.append(problem or "rejected")
     if status is AttemptStatus.FAILED:
-        first = f" (the first: {problems[0]})" if problems else ""
-        error = f"none of {checked} candidate proofs was accepted{first}"
+        if refused:
+            status = AttemptStatus.REFUSED
+        error = _none_accepted(checked, refused, rejected)
     return SearchResult(
         target=target.label,
         status=status,
@@ -108,7 +138,18 @@ def check_whole_proofs(
         expansions=checked,
         seconds=time.perf_counter() - started,
         lean_seconds=lean_seconds,
+        axioms=axioms,
     )
+
+
+def _none_accepted(checked: int, refused: list[str], rejected: list[str]) -> str:
+    parts = []
+    if refused:
+        parts.append(f"{len(refused)} refused (the first: {refused[0]})")
+    if rejected:
+        parts.append(f"{len(rejected)} rejected (the first: {rejected[0]})")
+    detail = f": {'; '.join(parts)}" if parts else ""
+    return f"none of {checked} candidate proofs was accepted{detail}"
 
 
 def _replay(server: LeanServer, target: Target, tactics: list[str]) -> str | None:

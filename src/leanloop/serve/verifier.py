@@ -15,7 +15,7 @@ from typing import Any
 from leanloop.lean.elaboration import Elaboration
 from leanloop.lean.errors import LeanError, LeanRequestError, ServerError
 from leanloop.lean.pool import ServerPool
-from leanloop.lean.repl import ReplServer, split_header
+from leanloop.lean.repl import split_header
 from leanloop.serve.admission import Gate
 from leanloop.serve.config import LeanConfig
 from leanloop.serve.errors import Unavailable
@@ -60,8 +60,7 @@ class Verifier:
 
     def _launcher(self) -> ServerFactory:
         """REPLs of the configured project; fails when Lean or the REPL is not installed."""
-        from leanloop.lean.project import open_project
-        from leanloop.lean.toolchain import require
+        from leanloop.lean.launch import ReplLauncher
 
         lean = self.lean
         if lean is None:
@@ -70,23 +69,16 @@ class Verifier:
                 hint="add a 'lean' section naming the Lean project to the server configuration",
             )
         try:
-            project = open_project(lean.project)
-            report = require(project, server="repl", executable=lean.repl)
+            return ReplLauncher.for_project(
+                lean.project,
+                timeout=lean.timeout,
+                memory_limit_mb=lean.memory_limit_mb,
+                executable=lean.repl,
+            )
         except LeanError as exc:
             raise Unavailable(
                 f"Lean verification is unavailable: {exc.message}; {DOCTOR}"
             ) from None
-
-        def launch(_key: Hashable) -> ReplServer:
-            return ReplServer.launch(
-                project.root,
-                report.repl,
-                lake=report.lake or "lake",
-                timeout=lean.timeout,
-                memory_limit_mb=lean.memory_limit_mb,
-            )
-
-        return launch
 
     def _ready_pool(self) -> ServerPool:
         with self._pool_lock:

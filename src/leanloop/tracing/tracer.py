@@ -63,20 +63,11 @@ class Tracer:
         self.server_factory = server_factory or self._default_factory()
 
     def _default_factory(self) -> ServerFactory:
-        from leanloop.lean.toolchain import require
+        from leanloop.lean.launch import ReplLauncher
 
-        report = require(self.project, server="repl")
-
-        def factory(_key: Hashable) -> ReplServer:
-            return ReplServer.launch(
-                self.project.root,
-                report.repl,
-                lake=report.lake or "lake",
-                timeout=self.timeout,
-                memory_limit_mb=self.memory_limit_mb,
-            )
-
-        return factory
+        return ReplLauncher.for_project(
+            self.project, timeout=self.timeout, memory_limit_mb=self.memory_limit_mb
+        )
 
     def trace_file(self, server: ReplServer, path: str, source: str) -> FileTrace:
         """Elaborate one file's source with ``allTactics``."""

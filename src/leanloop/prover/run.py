@@ -1,0 +1,397 @@
+"""The one proving engine: runs a prover over many theorems — leasing Lean servers, by search or
+whole proofs, on in-process or Ray workers — stores each attempt as it finishes, skips what the
+run has finished (as the database says), and hands every proof found to an optional hook run in
+one place (the driver), such as the write-back of ``sorry`` proofs into a user's files.
+
+``leanloop prove`` (datasets and projects), the agents' ``prove()``, ``evaluate`` and the main
+job all run through :func:`run_proofs`."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem, TheoremKey
+from leanloop.errors import LeanloopError
+from leanloop.lean.pool import ServerPool
+from leanloop.lean.server import LeanServer
+from leanloop.prover.base import BaseProver
+from leanloop.prover.config import ProofMode
+from leanloop.prover.proof_search import describe_exception
+from leanloop.prover.report import EvaluationReport
+from leanloop.prover.result import SearchResult
+from leanloop.prover.target import Target
+
+if TYPE_CHECKING:
+    from leanloop.database import DynamicDatabase
+
+log = logging.getLogger(__name__)
+
+#: Where Lean servers come from: a pool (kept open by its owner) or a maker of one server.
+Servers = ServerPool[LeanServer] | Callable[[], LeanServer]
+#: Lends a Lean server for a block: ``with lease() as server: ...``.
+Lease = Callable[[], AbstractContextManager[LeanServer]]
+Environment = Literal["lean", "replay"]
+
+
+class ProofHook(Protocol):
+    """Called in the driver, one proof at a time, for each attempt that found a proof Lean
+    accepted (``proved``), before it is stored: returns the attempt to store (e.g. with the
+    outcome of writing the proof into a file). ``lease`` lends a Lean server of the run."""
+
+    def __call__(self, theorem: Theorem, attempt: ProofAttempt, lease: Lease) -> ProofAttempt: ...
+
+
+def _pool(servers: Servers, server_uses: int) -> tuple[ServerPool[LeanServer], bool]:
+    """The pool to lease from, and whether it was made here (and so is closed here)."""
+    if isinstance(servers, ServerPool):
+        return servers, False
+    return ServerPool.single(servers, max_uses=server_uses), True
+
+
+class ProofWorker:
+    """Proves theorems one attempt at a time with its own prover and Lean servers (a Ray actor,
+    or run in-process); ``servers`` is made where the worker runs, a server is reused for
+    ``config.server_uses`` theorems and replaced when it fails. Theorem records are read from
+    their files under ``project_root`` on a Lean server."""
+
+    def __init__(
+        self,
+        prover: BaseProver,
+        servers: Servers,
+        project_root: str | Path | None = None,
+        mode: ProofMode = ProofMode.SEARCH,
+    ) -> None:
+        self.prover = prover
+        self.pool, self._own_pool = _pool(servers, prover.config.server_uses)
+        self.project_root = Path(project_root) if project_root is not None else None
+        self.mode = ProofMode(mode)
+
+    def lease(self) -> AbstractContextManager[LeanServer]:
+        return self.pool.lease(None)
+
+    def prove(self, theorem: Theorem, attempt: int, run: str) -> ProofAttempt:
+        """One attempt at ``theorem``; any failure becomes an ``error`` attempt."""
+        environment: Environment | None = None
+        try:
+            with self.lease() as server:
+                environment = "lean" if server.checks_with_lean else "replay"
+                target = Target.of(theorem=theorem, project_root=self.project_root)
+                result = self.prover.prove_target(server, target, self.mode, attempt=attempt)
+        except Exception as exc:  # this theorem fails, the worker goes on
+            result = SearchResult(
+                target=theorem.full_name,
+                status=AttemptStatus.ERROR,
+                error=describe_exception(exc),
+            )
+        return result.to_attempt(
+            theorem, run=run, attempt=attempt, prover=self.prover.name, environment=environment
+        )
+
+    def close(self) -> None:
+        if self._own_pool:
+            self.pool.close()
+
+
+@dataclass
+class ProofRun:
+    """What one call of :func:`run_proofs` ends with: ``attempts`` are the run's attempts at the
+    theorems asked for (stored by earlier calls and new), ``new`` those made now, ``skipped``
+    those an earlier call finished (not made again)."""
+
+    run: str
+    attempts: list[ProofAttempt] = field(default_factory=list)
+    new: list[ProofAttempt] = field(default_factory=list)
+    skipped: list[ProofAttempt] = field(default_factory=list)
+
+    def report(self) -> EvaluationReport:
+        return EvaluationReport.from_attempts(self.run, self.attempts)
+
+
+@dataclass(frozen=True)
+class _Task:
+    theorem: Theorem
+    attempt: int
+
+    @property
+    def key(self) -> tuple[TheoremKey, str, int]:
+        return (self.theorem.key, self.theorem.commit, self.attempt)
+
+
+def run_proofs(
+    theorems: Iterable[Theorem],
+    prover: BaseProver,
+    servers: Servers,
+    *,
+    mode: ProofMode | str = ProofMode.SEARCH,
+    project_root: str | Path | None = None,
+    database: DynamicDatabase | None = None,
+    run: str = "evaluation",
+    attempts: int | None = None,
+    stop_at_first: bool = False,
+    num_workers: int | None = None,
+    address: str | None = None,
+    hook: ProofHook | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_result: Callable[[ProofAttempt], None] | None = None,
+) -> ProofRun:
+    """Make ``attempts`` (``prover.config.num_attempts``) attempts at every theorem and return
+    the run's attempts.
+
+    With one worker and no ``address`` the attempts run here, one after the other, on servers
+    from ``servers`` (a ``ServerPool``, or a maker of servers pooled here); otherwise on
+    ``num_workers`` (``prover.config.num_workers``) Ray actors, on a local Ray started here or
+    the cluster at ``address``, each making its servers with ``servers`` (then a picklable
+    maker, such as ``leanloop.lean.launch.ReplLauncher``) where it runs.
+
+    Each attempt goes into ``database`` under ``run`` as soon as it ends (after ``hook``, for
+    a proof). What the run finished before — as ``database.run_progress(run)`` says: every
+    attempt that did not end in an error — is skipped. With ``stop_at_first``, a theorem's
+    attempts stop at the first that finds a proof (a solved theorem is skipped whole).
+    ``progress(done, total)`` and ``on_result(attempt)`` are called as attempts end.
+    """
+    mode = ProofMode(mode)
+    config = prover.config
+    workers = num_workers or config.num_workers
+    if workers < 1:
+        raise LeanloopError(f"num_workers={workers}: use at least one worker")
+    if (workers > 1 or address is not None) and isinstance(servers, ServerPool):
+        raise LeanloopError(
+            "proving on several workers needs a maker of Lean servers, not a pool",
+            hint="give a picklable maker such as leanloop.lean.launch.ReplLauncher",
+        )
+    count = attempts if attempts is not None else config.num_attempts
+    if count < 1:
+        raise LeanloopError(f"attempts={count}: make at least one attempt per theorem")
+    theorems = _distinct(theorems)
+    tasks = [_Task(t, a) for t in theorems for a in range(count)]
+    state = database.run_progress(run) if database is not None else None
+    finished = state.finished if state is not None else frozenset()
+    solved = set(state.solved) if state is not None and stop_at_first else set()
+    pending = [
+        t
+        for t in tasks
+        if t.key not in finished and (t.theorem.key, t.theorem.commit) not in solved
+    ]
+    result = ProofRun(run)
+    stored = database.get_attempts(run) if database is not None and state is not None else []
+    wanted = {t.key for t in tasks}
+    pending_keys = {t.key for t in pending}
+    result.skipped = [a for a in stored if (a.key, a.commit, a.attempt) in wanted - pending_keys]
+    if result.skipped:
+        log.info("%d attempts of run %r are already finished", len(result.skipped), run)
+    total = len(tasks)
+    done = total - len(pending)
+    driver_pool: ServerPool[LeanServer] | None = None
+
+    def record(attempt: ProofAttempt, lease: Lease) -> None:
+        nonlocal done
+        if hook is not None and attempt.status is AttemptStatus.PROVED:
+            attempt = _hooked(hook, theorem_of[attempt.key, attempt.commit], attempt, lease)
+        if database is not None:
+            database.record_attempt(attempt)
+        result.new.append(attempt)
+        if attempt.status.found_proof:
+            solved.add((attempt.key, attempt.commit))
+        done += 1
+        if on_result is not None:
+            on_result(attempt)
+        if progress is not None:
+            progress(done, total)
+
+    theorem_of = {(t.key, t.commit): t for t in theorems}
+    if progress is not None:
+        progress(done, total)
+    if pending:
+        if workers == 1 and address is None:
+            worker = ProofWorker(prover, servers, project_root, mode)
+            try:
+                for task in pending:
+                    if stop_at_first and (task.theorem.key, task.theorem.commit) in solved:
+                        done += 1  # an earlier attempt of this call found a proof
+                        if progress is not None:
+                            progress(done, total)
+                        continue
+                    record(worker.prove(task.theorem, task.attempt, run), worker.lease)
+            finally:
+                worker.close()
+        else:
+
+            def driver_lease() -> AbstractContextManager[LeanServer]:
+                nonlocal driver_pool
+                if driver_pool is None:
+                    driver_pool = _pool(servers, config.server_uses)[0]
+                return driver_pool.lease(None)
+
+            try:
+                _run_on_ray(
+                    pending,
+                    prover,
+                    servers,
+                    project_root,
+                    mode,
+                    workers,
+                    address,
+                    run,
+                    lambda attempt: record(attempt, driver_lease),
+                    solved if stop_at_first else None,
+                )
+            finally:
+                if driver_pool is not None and not isinstance(servers, ServerPool):
+                    driver_pool.close()
+    latest = {(a.key, a.commit, a.attempt): a for a in [*stored, *result.new]}
+    result.attempts = [attempt for key, attempt in latest.items() if key in wanted]
+    return result
+
+
+def evaluate(
+    theorems: Iterable[Theorem],
+    prover: BaseProver,
+    server_factory: Servers,
+    *,
+    num_workers: int | None = None,
+    address: str | None = None,
+    database: DynamicDatabase | None = None,
+    run: str = "evaluation",
+    mode: ProofMode | str = ProofMode.SEARCH,
+    project_root: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_result: Callable[[ProofAttempt], None] | None = None,
+) -> EvaluationReport:
+    """Attempt every theorem ``prover.config.num_attempts`` times and report pass@1 and pass@k
+    (see :func:`run_proofs`, which this is a view of)."""
+    return run_proofs(
+        theorems,
+        prover,
+        server_factory,
+        mode=mode,
+        project_root=project_root,
+        database=database,
+        run=run,
+        num_workers=num_workers,
+        address=address,
+        progress=progress,
+        on_result=on_result,
+    ).report()
+
+
+def _distinct(theorems: Iterable[Theorem]) -> list[Theorem]:
+    seen: set = set()
+    out = []
+    for theorem in theorems:
+        if (theorem.key, theorem.commit) not in seen:
+            seen.add((theorem.key, theorem.commit))
+            out.append(theorem)
+    return out
+
+
+def _hooked(hook: ProofHook, theorem: Theorem, attempt: ProofAttempt, lease: Lease):
+    try:
+        return hook(theorem, attempt, lease)
+    except Exception as exc:  # the proof stays unwritten; the run goes on
+        log.warning("%s: the hook on its proof failed: %s", theorem.full_name, exc)
+        return attempt.model_copy(
+            update={
+                "status": AttemptStatus.ERROR,
+                "error": f"Lean accepted a proof, but handling it failed: "
+                f"{describe_exception(exc)}",
+            }
+        )
+
+
+@contextlib.contextmanager
+def _ray(address: str | None, workers: int) -> Iterator[object]:
+    try:
+        import ray
+    except ImportError:
+        raise LeanloopError(
+            "proving on several workers needs Ray", hint="pip install 'leanloop[dist]'"
+        ) from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(
+            address=address,
+            num_cpus=workers if address is None else None,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+        )
+    try:
+        yield ray
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
+def _run_on_ray(
+    pending, prover, servers, project_root, mode, workers, address, run, record, solved
+) -> None:
+    """The pending tasks on Ray actors; ``record`` is called here (the driver) for each
+    attempt. With ``solved`` (stop at the first proof), a theorem's next attempt is queued only
+    when the one before found no proof."""
+    with _ray(address, workers) as ray:
+        remote = ray.remote(num_cpus=1, num_gpus=prover.config.num_gpus)(ProofWorker)
+        if solved is not None:  # one attempt of each theorem at a time
+            later: dict[tuple, deque[_Task]] = {}
+            queue: deque[_Task] = deque()
+            for task in pending:
+                theorem = (task.theorem.key, task.theorem.commit)
+                if theorem in later:
+                    later[theorem].append(task)
+                else:
+                    later[theorem] = deque()
+                    queue.append(task)
+        else:
+            later, queue = {}, deque(pending)
+        running: dict = {}  # future -> (actor, task)
+
+        def make():
+            return remote.remote(prover, servers, project_root, mode)
+
+        actors = [make() for _ in range(min(workers, len(queue)))]
+
+        def submit(actor) -> None:
+            if queue:
+                task = queue.popleft()
+                running[actor.prove.remote(task.theorem, task.attempt, run)] = (actor, task)
+
+        try:
+            for actor in actors:
+                submit(actor)
+            while running:
+                (future,), _ = ray.wait(list(running), num_returns=1)
+                actor, task = running.pop(future)
+                try:
+                    attempt = ray.get(future)
+                except ray.exceptions.RayError as exc:
+                    # the worker died (killed, out of memory, crashed): only its attempt is lost
+                    attempt = _lost(task, run, prover, exc)
+                    ray.kill(actor, no_restart=True)
+                    actors.remove(actor)
+                    actor = make()
+                    actors.append(actor)
+                record(attempt)
+                theorem = (task.theorem.key, task.theorem.commit)
+                rest = later.get(theorem)
+                if rest and theorem not in solved:
+                    queue.append(rest.popleft())
+                submit(actor)
+                for idle in actors:  # a queued next attempt may find an idle actor
+                    if queue and all(a is not idle for a, _ in running.values()):
+                        submit(idle)
+        finally:
+            for actor in actors:
+                ray.kill(actor, no_restart=True)
+
+
+def _lost(task: _Task, run: str, prover: BaseProver, exc) -> ProofAttempt:
+    return SearchResult(
+        target=task.theorem.full_name,
+        status=AttemptStatus.ERROR,
+        error=f"the worker proving it stopped: {describe_exception(exc)}",
+    ).to_attempt(task.theorem, run=run, attempt=task.attempt, prover=prover.name)
