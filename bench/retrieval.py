@@ -8,8 +8,12 @@ are very uneven (one proof has 93 steps), so the seed decides how many steps eac
 seed 1 the sides hold 185/23/48 steps, while LeanDojo's seed 3407 leaves 105 for training and 13
 for validation.
 
-The corpus is built from the premises the tactics refer to (the sample has no corpus.jsonl), so
-premise documents are full names only, and every premise of another file counts as accessible.
+The corpus is built from the premises the tactics of every split refer to (the sample has no
+corpus.jsonl), so premise documents are full names only, and every premise of another file counts
+as accessible. This is a comparison of rankers over the same candidates, not leanloop's
+evaluation figure: ``leanloop evaluate retrieval`` and the main job never let val or test proofs
+add candidates (without corpus.jsonl their pool is the train split's premises), and on this
+sample that caps R@10 near 9%; the run prints which pool it ranks.
 Every method ranks the same accessible premises, from the same documents, for the same test
 steps; the metrics are ReProver's (R@1, R@10, MRR). Checkpoints are chosen on the validation split
 only, and validation figures are printed next to the test ones.
@@ -146,7 +150,9 @@ def main() -> int:
             )
         print(
             f"sample: {sum(len(p) for p in theorems.values())} theorems; corpus {len(corpus)} "
-            f"premises; steps with premises: train {len(steps['train'])}, val "
+            "premises (from the proofs of every split: test proofs add candidates here, unlike "
+            "in leanloop's evaluations); steps with premises: train "
+            f"{len(steps['train'])}, val "
             f"{len(steps['val'])}, test {len(steps['test'])} (theorems: "
             + ", ".join(f"{k} {len(v)}" for k, v in theorems.items())
             + ")"
