@@ -19,7 +19,7 @@ from pathlib import Path
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import CheckResult, LeanMessage
 
-_PRINT = re.compile(r"^#print axioms (\S+)\s*$")
+_PRINT = re.compile(r"^(?:set_option pp\.fullNames true in )?#print axioms (\S+)\s*$")
 
 
 def axiom_rows(fixtures: Path) -> list[dict]:
@@ -43,13 +43,20 @@ def axiom_report_text(name: str, axioms: Iterable[str]) -> str:
     return f"'{name}' depends on axioms: [{', '.join(axioms)}]"
 
 
-def audit_request(code: str) -> tuple[str, int] | None:
-    """The name ``#print axioms`` asks about in ``code``, and its line (1-based)."""
+def audit_requests(code: str) -> list[tuple[str, int]]:
+    """Each name ``#print axioms`` asks about in ``code``, and its line (1-based)."""
+    found = []
     for number, line in enumerate(code.split("\n"), 1):
-        found = _PRINT.match(line)
-        if found:
-            return found.group(1), number
-    return None
+        match = _PRINT.match(line)
+        if match:
+            found.append((match.group(1), number))
+    return found
+
+
+def audit_request(code: str) -> tuple[str, int] | None:
+    """The full name leanloop's final ``#print axioms`` asks about in ``code``, and its line."""
+    requests = audit_requests(code)
+    return requests[-1] if requests else None
 
 
 def sorry_warnings(code: str) -> list[LeanMessage]:
@@ -77,9 +84,28 @@ def audited_answer(
     found = [*messages, *sorry_warnings(code)]
     request = audit_request(code)
     if request is not None:
-        name, line = request
+        name, _ = request  # the full name: each print reports the declaration by it
         text = (texts or {}).get(name)
         if text is None:
             text = axiom_report_text(name, (axioms or {}).get(name, default))
-        found.append(LeanMessage("info", text, line, 0))
+        for _asked, line in audit_requests(code):
+            found.append(LeanMessage("info", text, line, 0))
     return CheckResult.from_messages(found)
+
+
+def without_audit(code: str) -> str:
+    """``code`` without the lines leanloop adds to audit a declaration (the ``#print axioms``
+    after it, and the scopes closed and the final ``#print axioms`` at the end), as the code
+    checked was before them, with one final newline."""
+    requests = audit_requests(code)
+    if not requests:
+        return code
+    lines = code.split("\n")
+    *inner, (_, last) = requests
+    lines = lines[: last - 1]
+    while lines and (not lines[-1].strip() or lines[-1].startswith("end")):
+        lines.pop()
+    text = "\n".join(lines) + "\n"
+    for name, _ in inner:
+        text = text.replace(f"\n\n#print axioms {name}\n", "", 1)
+    return text.rstrip() + "\n"

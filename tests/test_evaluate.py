@@ -21,7 +21,7 @@ from leanloop.database import DynamicDatabase
 from leanloop.prover.recorded import RecordedProver
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.report import EvaluationReport, pass_at_k
-from leanloop.prover.run import evaluate
+from leanloop.prover.run import evaluate, run_proofs
 from tests.helpers import sample_theorems
 from tests.test_replay_server import UNREPLAYABLE
 
@@ -186,3 +186,35 @@ def test_whole_proof_mode_of_a_prover_without_one_is_an_error_per_theorem(sample
     report = evaluate(theorems[:2], prover(sample_dir), factory, mode="whole")
     assert report.status_counts == {"error": 2}
     assert all("has no whole-proof mode" in a.error for a in report.attempts)
+
+
+def test_on_ray_proofs_are_hooked_in_the_driver_and_attempts_stop_at_the_first(local_ray, tmp_path):
+    import tests.test_prover_run as toy
+
+    local_ray.cloudpickle.register_pickle_by_value(toy)
+    root, theorems = toy.toy_project(tmp_path, ["a", "b", "c"])
+    hooked, seen = [], []
+
+    def hook(theorem, attempt, lease):
+        hooked.append((theorem.full_name, os.getpid()))
+        return attempt
+
+    outcome = run_proofs(
+        theorems,
+        toy.prover(num_attempts=3),
+        functools.partial(toy.Toy, {"a", "b"}),
+        project_root=root,
+        num_workers=2,
+        hook=hook,
+        stop_at_first=True,
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    made = sorted((a.full_name, a.attempt) for a in outcome.new)
+    assert made == [("a", 0), ("b", 0), ("c", 0), ("c", 1), ("c", 2)]
+    assert sorted(hooked) == [("a", os.getpid()), ("b", os.getpid())]  # in the driver only
+    assert {a.full_name: a.status for a in outcome.new if a.attempt == 0} == {
+        "a": AttemptStatus.PROVED,
+        "b": AttemptStatus.PROVED,
+        "c": AttemptStatus.FAILED,
+    }
+    assert seen[-1] == (9, 9)  # the attempts not made count as done

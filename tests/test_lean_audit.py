@@ -34,32 +34,50 @@ def audited(text: str = FILE, name: str = "Outer.efsq") -> AuditedCode:
     scanned = scan(text)
     declaration = scanned.by_name[name]
     return AuditedCode.around(
-        text, declaration.code_start.offset, declaration.end.offset, name, scanned.open_scopes
+        text,
+        declaration.code_start.offset,
+        declaration.end.offset,
+        name,
+        scanned.open_scopes,
+        declaration.name,
     )
 
 
-def answer(code: AuditedCode, report: str | None, *others: LeanMessage) -> CheckResult:
+def answer(
+    code: AuditedCode, report: str | None, *others: LeanMessage, named: str | None = None
+) -> CheckResult:
+    """leanloop's own answer object: ``others``, and ``report`` at both audit lines (the one in
+    the declaration's scope naming ``named`` instead when given)."""
     messages = list(others)
     if report is not None:
+        scope_report = report if named is None else report.replace(report.split("'")[1], named)
+        messages.append(LeanMessage("info", scope_report, code.name_line, 0))
         messages.append(LeanMessage("info", report, code.audit_line, 0))
     return CheckResult.from_messages(messages)
 
 
-def test_the_audit_runs_at_top_level_after_the_declaration():
+def test_the_audit_runs_in_the_declaration_s_scope_and_at_top_level():
     code = audited()
     lines = code.code.split("\n")
     assert lines[code.first_line - 1] == "theorem efsq (n : ℕ) : n + 0 = n := by"
     assert lines[code.last_line - 1] == "  simp"
-    # the section closed at the end of the file, the namespace still open is closed, then audit
-    assert lines[code.audit_line - 2 : code.audit_line] == ["end Outer", "#print axioms Outer.efsq"]
-    assert code.code.startswith(FILE.rstrip())
+    # right after it, in its scope, by the name it was declared with
+    assert lines[code.name_line - 1] == "#print axioms efsq"
+    assert lines[code.name_line + 2] == "end Inner"  # the rest of the file follows it
+    # the namespace still open at the end of the file is closed, then the audit, names in full
+    assert lines[code.audit_line - 2 : code.audit_line] == [
+        "end Outer",
+        "set_option pp.fullNames true in #print axioms Outer.efsq",
+    ]
+    assert code.own_lines == {code.name_line, code.audit_line - 1, code.audit_line}
     assert closing_commands([("namespace", "A.B"), ("section", ""), ("section", "s")]) == [
         "end s",
         "end",
         "end A.B",
     ]
-    weird = AuditedCode.around("theorem «my thm» : True := trivial", 0, 34, "my thm")
-    assert weird.code.endswith("#print axioms «my thm»\n")
+    weird = AuditedCode.around("theorem «a.b» : True := trivial", 0, 31, "«a.b»")
+    assert weird.code.split("\n")[2] == "#print axioms «a.b»"
+    assert weird.code.endswith("#print axioms «a.b»\n")
 
 
 def test_what_the_declaration_itself_did_decides(fixtures):
@@ -81,14 +99,18 @@ def test_what_the_declaration_itself_did_decides(fixtures):
     # an error before the declaration: the file does not elaborate, nothing is judged
     broken = judge(answer(code, ok, LeanMessage("error", "unknown package", 1, 0)), code, policy)
     assert broken.outcome is Outcome.BROKEN and "before the declaration" in broken.reason
+    # an error after it, in the file that follows: the file does not elaborate with it
+    later = LeanMessage("error", "type mismatch", code.name_line + 1, 0)
+    after = judge(answer(code, ok, later), code, policy)
+    assert after.outcome is Outcome.REJECTED and "after the declaration" in after.reason
+    # an error in leanloop's own audit lines: no audit, no proof
+    lost = LeanMessage("error", "invalid 'end', insufficient scopes", code.audit_line - 1, 0)
+    assert judge(answer(code, ok, lost), code, policy).outcome is Outcome.REFUSED
     # a sorry left in it (the REPL's sorries, by line)
-    holes = CheckResult.from_messages(
-        [LeanMessage("info", ok, code.audit_line, 0)], ["⊢ False"], [code.last_line]
-    )
+    holes = answer(code, ok)
+    holes = CheckResult.from_messages(list(holes.messages), ["⊢ False"], [code.last_line])
     assert judge(holes, code, policy).outcome is Outcome.SORRY
-    elsewhere = CheckResult.from_messages(
-        [LeanMessage("info", ok, code.audit_line, 0)], ["⊢ 1 = 1"], [7]
-    )
+    elsewhere = CheckResult.from_messages(list(answer(code, ok).messages), ["⊢ 1 = 1"], [7])
     assert judge(elsewhere, code, policy).accepted
 
 
@@ -117,9 +139,22 @@ def test_lean_s_real_axiom_reports_are_audited(fixtures, command, outcome, nativ
     assert allowed.outcome is native_allowed
 
 
-def test_no_report_or_another_declaration_s_report_is_refused(fixtures):
+def test_an_audit_about_another_constant_or_a_second_report_is_refused(fixtures):
     code = audited()
-    assert judge(answer(code, None), code, AxiomPolicy()).outcome is Outcome.REFUSED
+    ok = real_axiom_report(fixtures, "#print axioms efsq").replace("'efsq'", "'Outer.efsq'")
+    policy = AxiomPolicy()
+    assert judge(answer(code, None), code, policy).outcome is Outcome.REFUSED
     other = real_axiom_report(fixtures, "#print axioms addThree")
-    judged = judge(answer(code, other), code, AxiomPolicy())
-    assert judged.outcome is Outcome.REFUSED and "no axiom report" in judged.reason
+    judged = judge(answer(code, other), code, policy)
+    assert judged.outcome is Outcome.REFUSED and "Lean named it addThree" in judged.reason
+    # Lean placed the declaration elsewhere than leanloop read: the audit would be of another
+    wrong = judge(answer(code, ok, named="Outer.X.efsq"), code, policy)
+    assert wrong.outcome is Outcome.REFUSED and "Lean named it Outer.X.efsq" in wrong.reason
+    # a private declaration prints with its private prefix: still the same declaration
+    private = judge(answer(code, ok, named="_private.Demo.Basic.0.Outer.efsq"), code, policy)
+    assert private.accepted
+    # a report printed by the proof itself next to Lean's: two reports, none is trusted
+    fake = LeanMessage("info", "'Outer.efsq' does not depend on any axioms", code.audit_line, 0)
+    native = real_axiom_report(fixtures, "#print axioms ex1").replace("'ex1'", "'Outer.efsq'")
+    spoofed = judge(answer(code, native, fake), code, policy)
+    assert spoofed.outcome is Outcome.REFUSED and "no axiom report" in spoofed.reason

@@ -11,11 +11,27 @@ from leanloop.lean.repl import ReplServer
 from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.server import ProofState
 from leanloop.trainer.lean_reward import LeanCheckedReward
+from tests.audit_standin import audit_request, audited_answer
 
 
-def replayed(transcript, count=None):
+class Audited(ReplServer):
+    """The REPL's recorded answers to the reward's own requests; the audited check of a goal
+    closed is answered with leanloop's own verdict object (``tests/audit_standin.py``) reporting
+    ``axioms`` — what the reward does with the audit's verdict."""
+
+    def __init__(self, transport, axioms=("propext",)) -> None:
+        super().__init__(transport)
+        self.axioms, self.checked = list(axioms), []
+
+    def check(self, code):
+        self.checked.append(code)
+        name, _ = audit_request(code)
+        return audited_answer(code, axioms={name: self.axioms})
+
+
+def replayed(transcript, count=None, axioms=("propext",)):
     pairs = list(zip(transcript["requests"], transcript["responses"], strict=False))
-    return ReplServer(ReplayTransport(pairs[:count], name=transcript["name"]))
+    return Audited(ReplayTransport(pairs[:count], name=transcript["name"]), axioms)
 
 
 def chat(text):
@@ -34,6 +50,20 @@ def test_closed_beats_error(transcripts):
     assert rewards == [1.0, 0.0]
     assert server.client.transport.finished  # exactly the recorded requests were sent
     assert (reward.stats.closed, reward.stats.failed) == (1, 1)
+    # the goal closed was judged as a theorem of its own, with its axioms audited
+    (code,) = server.checked
+    assert code.startswith("import Mathlib\n\ntheorem leanloop_reward : 0 < 1 := by\n  exact?")
+
+
+def test_a_goal_closed_only_by_native_code_or_a_refused_tactic_earns_nothing(transcripts):
+    server = replayed(transcripts["Mathlib/test/exact"], axioms=["Lean.ofReduceBool"])
+    reward = LeanCheckedReward(server, header="import Mathlib", declaration="theorem test")
+    assert reward([chat("exact?")], state=["⊢ 0 < 1"]) == [0.0]
+    assert reward.stats.refused == 1 and reward.stats.closed == 0
+    silent = replayed(transcripts["proof_branching"], count=0)  # any request would fail
+    meta = LeanCheckedReward(silent)
+    assert meta([chat("run_tac Lean.Elab.admitGoal")], state=["⊢ False"]) == [0.0]
+    assert meta.stats.refused == 1 and silent.checked == []
 
 
 def test_accepted_progress(transcripts):
@@ -51,7 +81,7 @@ def test_a_tactic_that_changes_nothing_earns_nothing(transcripts):
     statement, opened = exchanges[4]  # `example : f = 37 := by sorry`, after `def f := 37`
     (sorry,) = opened["sorries"]
 
-    class Recorded(ReplServer):
+    class Recorded(Audited):
         """The REPL's answers to the two tactics; the statement's sorry as the recording
         opened it (in an environment that defines f, which a bare statement cannot rebuild)."""
 
@@ -59,7 +89,7 @@ def test_a_tactic_that_changes_nothing_earns_nothing(transcripts):
             assert code == statement["cmd"]
             return [ProofState(sorry["proofState"], (sorry["goal"],), self.generation, id(self))]
 
-    server = Recorded(ReplayTransport(exchanges[5:7], name=recording["name"]))
+    server = Recorded(ReplayTransport(exchanges[5:7], name=recording["name"]), axioms=())
     reward = LeanCheckedReward(server, unchanged=-0.25)
     assert reward([chat('trace "37"'), chat("simp")], state=["⊢ f = 37"] * 2) == [-0.25, 1.0]
     assert server.client.transport.finished
@@ -162,8 +192,10 @@ def lazy_restart_server():
 
         def start_proof(self, goal): ...
         def start_theorem(self, theorem): ...
-        def check(self, code): ...
         def close(self): ...
+
+        def check(self, code):  # leanloop's own verdict object: accepted, standard axioms
+            return audited_answer(code)
 
     return Server()
 

@@ -157,7 +157,7 @@ def test_imports_and_names(scanned):
     assert names == [
         ("theorem", "Outer.Inner.add_zero'"),
         ("lemma", "Outer.Inner.helper₁"),
-        ("def", "Outer.Inner.weird name"),
+        ("def", "Outer.Inner.«weird name»"),  # as Lean prints the name
         ("theorem", "Outer.Inner.with_string"),
         ("instance", None),
         ("instance", "Outer.Inner.instNamed"),

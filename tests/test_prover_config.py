@@ -73,3 +73,17 @@ def test_values_that_do_not_fit_are_refused(fields, message):
         ProverConfig(**fields)
     assert message in str(error.value)
     assert "\n" not in error.value.message
+
+
+def test_a_policy_other_than_the_standard_one_names_its_runs():
+    from leanloop.prover.config import ProverConfig
+
+    assert ProverConfig().policy_tag == ""
+    assert ProverConfig(allow_native=True).policy_tag == "axioms=native"
+    narrow = ProverConfig(allowed_axioms=("propext",))
+    assert narrow.policy_tag == "axioms=propext"
+    assert ProverConfig(allowed_axioms=()).policy_tag == "axioms=none"
+    assert (
+        ProverConfig(allowed_axioms=("Quot.sound", "propext", "Classical.choice")).policy_tag == ""
+    )
+    assert narrow.axiom_policy.allowed == {"propext"}

@@ -19,7 +19,7 @@ from leanloop.data.records import AttemptStatus, Pos, Theorem
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
-from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
+from leanloop.lean.server import LeanMessage, LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.prover.config import ProofMode
 from leanloop.prover.run import run_proofs
 from tests.audit_standin import audit_request, audited_answer
@@ -195,3 +195,47 @@ def test_bad_runs_are_one_line_errors(tmp_path):
     (attempt,) = run_proofs(theorems, prover(), pool).new
     assert attempt.status is AttemptStatus.ERROR and "needs its source file" in attempt.error
     pool.close()
+
+
+def test_a_search_never_sends_lean_a_tactic_the_screen_refuses(tmp_path):
+    class MetaToy(Toy):
+        """Any tactic 'run_tac ...' would close the goal (as code run by Lean could)."""
+
+        def run_tactic(self, state, tactic, *, goal=None):
+            self.sent.append(tactic)
+            if tactic.startswith("run_tac"):
+                return ProofFinished(next(self._ids))
+            return TacticFailed("not this one")
+
+    root, theorems = toy_project(tmp_path, ["a"])
+    toy = MetaToy()
+    toy.sent = []
+    meta = "run_tac do\n  let g ← Lean.Elab.Tactic.getMainGoal\n  g.admit"
+    (attempt,) = run_proofs(
+        theorems, Canned({"⊢ a": [meta, "simp"]}), lambda: toy, project_root=root
+    ).new
+    assert attempt.status is AttemptStatus.FAILED and attempt.proof is None
+    assert toy.sent == ["simp"] and toy.checked == []  # run_tac never reached Lean
+
+
+def test_a_candidate_that_breaks_the_code_after_it_is_rejected_and_the_next_tried(tmp_path):
+    class Breaking(Toy):
+        """leanloop's own verdict objects: a candidate holding 'end Demo' makes the code after
+        the declaration fail to elaborate (as Lean's 'invalid end' would)."""
+
+        def check(self, code):
+            self.checked.append(code)
+            if "end Demo" in code:
+                _name, line = audit_request(code)
+                error = LeanMessage("error", "invalid 'end', insufficient scopes", line - 1, 0)
+                return audited_answer(code, [error])
+            return audited_answer(code)
+
+    root, theorems = toy_project(tmp_path, ["a"])
+    # a file with a byte order mark: Lean is shown it without one
+    (root / "a.lean").write_text("\ufefftheorem a : True := sorry\n")
+    server = Breaking()
+    whole = Canned(whole=["trivial\nend Demo", "trivial"])
+    (attempt,) = run_proofs(theorems, whole, lambda: server, project_root=root, mode="whole").new
+    assert attempt.status is AttemptStatus.PROVED and attempt.proof == ("trivial",)
+    assert len(server.checked) == 2 and not server.checked[0].startswith("\ufeff")

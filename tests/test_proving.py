@@ -36,7 +36,7 @@ from leanloop.lean.server import (
 )
 from leanloop.prover.recorded import RecordedProver
 from leanloop.prover.replay import ReplayServer
-from tests.audit_standin import audit_request, audited_answer
+from tests.audit_standin import audited_answer, without_audit
 from tests.helpers import sample_theorems
 from tests.test_search_repl import Canned, Recorded
 
@@ -61,17 +61,6 @@ SCRIPTS = {
 #: the axioms the audit's stand-in answer reports for each proof (native code for 'two')
 AXIOMS = {"two": ["Lean.ofReduceBool", "Lean.trustCompiler"], "second": []}
 ACCEPTED = "import Mathlib\n\ntheorem simple_add : 2 + 2 = 4 := by\n  simp\n"
-
-
-def without_audit(code: str) -> str:
-    """The code before the lines leanloop appends to audit a declaration's axioms."""
-    request = audit_request(code)
-    if request is None:
-        return code
-    lines = code.split("\n")[: request[1] - 1]
-    while lines and (not lines[-1].strip() or lines[-1].startswith("end")):
-        lines.pop()
-    return "\n".join(lines) + "\n"
 
 
 class RecordedVerdicts:

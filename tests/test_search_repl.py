@@ -19,7 +19,13 @@ from leanloop.lean.transport import Transport
 from leanloop.ml.protocols import GeneratedTactic
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProverConfig
-from tests.audit_standin import audit_request, audited_answer, axiom_report_text
+from tests.audit_standin import (
+    audit_request,
+    audit_requests,
+    audited_answer,
+    axiom_report_text,
+    without_audit,
+)
 
 
 class Recorded(Transport):
@@ -62,28 +68,28 @@ class Audited(Recorded):
 
     def exchange(self, request):
         code = request.get("cmd", "")
-        found = audit_request(code)
-        if found is None:
+        requests = audit_requests(code)
+        if not requests:
             return super().exchange(request)
-        name, line = found
-        lines = code.split("\n")[: line - 1]
-        while lines and (not lines[-1].strip() or lines[-1].startswith("end")):
-            lines.pop()
+        name = requests[-1][0]
         example = re.sub(
             rf"^theorem {re.escape(name.rsplit('.', 1)[-1])}\b",
             "example",
-            "\n".join(lines),
+            without_audit(code).rstrip("\n"),
             count=1,
             flags=re.M,
         )
         answer = dict(super().exchange({**request, "cmd": example}))
-        report = {
-            "severity": "info",
-            "pos": {"line": line, "column": 0},
-            "endPos": {"line": line, "column": 13},
-            "data": axiom_report_text(name, self.axioms),
-        }
-        answer["messages"] = [*answer.get("messages", []), report]
+        reports = [
+            {
+                "severity": "info",
+                "pos": {"line": line, "column": 0},
+                "endPos": {"line": line, "column": 13},
+                "data": axiom_report_text(name, self.axioms),
+            }
+            for _asked, line in requests
+        ]
+        answer["messages"] = [*answer.get("messages", []), *reports]
         return answer
 
 
@@ -232,7 +238,8 @@ def test_a_proof_found_is_checked_whole_by_lean_and_audited(transcripts, accept,
     result = Canned(script(transcript)).search(server, theorem=source)
     (code, *_) = server.checked
     assert code.startswith("theorem and_swap (p q : Prop) : p ∧ q → q ∧ p := by\n  intro h\n")
-    assert code.endswith("\n  exact hq\n  exact hp\n\n#print axioms and_swap\n")
+    assert without_audit(code).endswith("\n  exact hq\n  exact hp\n")
+    assert code.endswith("set_option pp.fullNames true in #print axioms and_swap\n")
     assert result.status is status, result.error
     if status is AttemptStatus.PROVED:
         assert result.proof[-1] == "exact hp" and result.axioms == ("propext",)
@@ -282,14 +289,16 @@ def test_proof_code_of_each_target():
     assert audited.code == (
         "import Mathlib\n\nnamespace Foo\n\nset_option maxHeartbeats 400000 in\n"
         "theorem bar (n : ℕ) : n + 0 = n := by\n  induction n with\n  | zero => rfl\n"
-        "  | succ n ih => simp\n\nend Foo\n#print axioms Foo.bar\n"
+        "  | succ n ih => simp\n\n#print axioms bar\n\nend Foo\n"
+        "set_option pp.fullNames true in #print axioms Foo.bar\n"
     )
-    assert (audited.first_line, audited.last_line, audited.audit_line) == (5, 9, 12)
+    assert (audited.first_line, audited.last_line, audited.name_line) == (5, 9, 11)
+    assert audited.audit_line == 14
     assert Target.of(theorem=source).statement() == (
         "set_option maxHeartbeats 400000 in\ntheorem Foo.bar (n : ℕ) : n + 0 = n := by"
     )
     goal = Target.of(goal="True").audited("trivial")
-    assert (
-        goal.code
-        == "theorem leanloop_goal : True := by\n  trivial\n\n#print axioms leanloop_goal\n"
+    assert goal.code == (
+        "theorem leanloop_goal : True := by\n  trivial\n\n#print axioms leanloop_goal\n\n"
+        "set_option pp.fullNames true in #print axioms leanloop_goal\n"
     )

@@ -26,7 +26,12 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.server import LeanMessage, LeanServer
-from tests.audit_standin import audit_request, audited_answer, real_axiom_report
+from tests.audit_standin import (
+    audit_request,
+    audited_answer,
+    real_axiom_report,
+    without_audit,
+)
 
 
 def sorry_theorem(name: str, path: str = "Demo/Basic.lean", line: int = 1) -> Theorem:
@@ -88,6 +93,8 @@ AFTER = {
     "doc and attribute": "\n/-- The next one. -/\n@[simp]\ntheorem next : True := trivial\n",
     "comment": "  -- the proof is still to come\n\n-- next\ntheorem next : True := trivial\n",
     "open": "\nopen Nat\n\n#check succ\n",
+    "after a comment on its line": "/- helper -/ theorem b : 1 = 1 := rfl\n",
+    "indented command": "\n  #eval 1 + 1\n",
 }
 
 
@@ -104,8 +111,52 @@ def test_only_the_proof_is_replaced(tmp_path, after):
     assert result.backup.is_relative_to(root / ".leanloop-backups")
     # Lean judged the whole filled file, what follows included, and audited Demo.a at the top
     (code,) = lean.checked
-    assert code.startswith(expected.rstrip()) and code.endswith("#print axioms Demo.a\n")
+    assert without_audit(code) == expected.rstrip() + "\n"
+    assert "\n  rfl\n\n#print axioms a\n" in code  # in its namespace, right after it
+    assert code.endswith("\nset_option pp.fullNames true in #print axioms Demo.a\n")
+    assert code.count("end Demo") == 1  # the file's own 'end' closed it: none added
     assert result.axioms == ("propext",)
+
+
+def test_a_command_on_the_proof_s_line_or_a_raw_string_in_it_is_kept(tmp_path):
+    original = "theorem a : True := sorry theorem b : 1 = 1 := rfl\n"
+    root = project(tmp_path, original)
+    assert SorryFiller(root, Lean()).fill(sorry_theorem("a"), "trivial").written
+    assert basic(root) == b"theorem a : True := trivial theorem b : 1 = 1 := rfl\n"
+    raw = (
+        'theorem c : True := by\n  have h : r"\\" = "\\\\" := rfl\n  sorry\n\n'
+        "theorem d : True := trivial\n"
+    )
+    (root / "Demo" / "Basic.lean").write_text(raw)
+    assert SorryFiller(root, Lean()).fill(sorry_theorem("c"), ["trivial"]).written
+    assert (
+        basic(root).decode() == "theorem c : True := by\n  trivial\n\ntheorem d : True := trivial\n"
+    )
+
+
+def test_a_span_that_holds_more_than_a_proof_is_not_replaced(tmp_path, monkeypatch):
+    from leanloop.lean.scanner import Declaration
+
+    original = "theorem a : True := by\n  sorry\n\ntheorem b : 1 = 1 := rfl\n"
+    root = project(tmp_path, original)
+
+    def to_the_end(self):  # a scanner that got the proof's end wrong
+        return self.assign.offset, len(self.source)
+
+    monkeypatch.setattr(Declaration, "proof_span", property(to_the_end))
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.UNSAFE and "'theorem' starts a command" in result.reason
+    assert result.status.attempt_status == "error"
+    assert basic(root) == original.encode() and lean.checked == []
+
+
+def test_a_proof_the_screen_refuses_is_never_shown_to_lean(tmp_path):
+    root = project(tmp_path, "theorem a : False := sorry\n")
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["run_tac Lean.Elab.admitGoal"])
+    assert result.status is FillStatus.REFUSED and "run_tac" in result.reason
+    assert lean.checked == [] and basic(root) == b"theorem a : False := sorry\n"
 
 
 def test_where_and_termination_clauses_stay_with_their_declaration(tmp_path):
@@ -150,7 +201,13 @@ def test_a_later_theorem_is_proved_while_an_earlier_sorry_stays(tmp_path):
     assert [m.line for m in audited_answer(code).messages if m.severity == "warning"] == [1]
     # a proof that keeps a sorry of its own is not one
     again = SorryFiller(root, Lean()).fill(sorry_theorem("a"), ["exact sorry"])
-    assert again.status is FillStatus.REJECTED and "thanks to a sorry" in again.reason
+    assert again.status is FillStatus.REFUSED and "uses sorry" in again.reason
+    # (and where no screen sees it, Lean's warning inside the declaration decides)
+    inside = [LeanMessage("warning", "declaration uses 'sorry'", 1, 8)]
+    hidden = SorryFiller(root, Lean(errors=lambda code: inside)).fill(
+        sorry_theorem("a"), ["exact hole"]
+    )
+    assert hidden.status is FillStatus.REJECTED and "thanks to a sorry" in hidden.reason
     assert basic(root).startswith(b"theorem a : True := sorry\n")
 
 
@@ -366,6 +423,8 @@ OTHER_BLOCKS = [
     "theorem open_one : False := sorry\n",
     "instance : Inhabited ℕ := ⟨0⟩\n",
     "set_option maxHeartbeats 400 in\ndef d : ℕ := 1\n",
+    "/- note -/ theorem after_comment : True := trivial\n",
+    'def s : String := r"\\" ++ "x"\n',
 ]
 # (the proof a fill replaces, what follows it on its lines and stays: a trailing comment)
 BODIES = [
@@ -375,6 +434,8 @@ BODIES = [
     (":=\n  by\n    sorry", ""),
     (":= by sorry", "\n  -- left for later"),
     (":= by\n  have h : True := by\n    sorry\n  exact h", " -- done?"),
+    (':= by\n  have h : r"\\" = "\\\\" := rfl\n  sorry', ""),
+    (":= sorry", " theorem same_line : True := trivial"),
 ]
 TRAILERS = ["", "\nwhere\n  helper : True := trivial", "\ntermination_by 0", "\ndecreasing_by simp"]
 
@@ -429,3 +490,50 @@ def test_a_fill_changes_nothing_but_the_proof(tmp_path_factory, case):
     assert basic(root) == expected
     (code,) = lean.checked
     assert audit_request(code)[0] == "Demo.target"
+
+
+def test_a_branch_that_cannot_be_used_says_so_in_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q", "-b", "main")
+    with pytest.raises(LeanloopError, match="has no commit yet"):
+        BranchWorkspace(empty, "proofs")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(LeanloopError, match="not in a git repository"):
+        BranchWorkspace(plain, "proofs")
+
+
+def test_a_branch_is_continued_only_when_it_is_head_plus_proofs(tmp_path):
+    root, head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    git(root, "branch", "old", head)
+    (root / "Demo" / "Other.lean").write_text("def x := 1\n")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-q", "-m", "more")
+    # 'old' starts before HEAD: proofs there would not be HEAD plus the proofs
+    with pytest.raises(LeanloopError, match="does not start from HEAD"):
+        BranchWorkspace(root, "old")
+    # a branch of an earlier run (HEAD plus its proofs) is continued
+    with BranchWorkspace(root, "proofs") as branch:
+        first = SorryFiller(root, Lean(), branch=branch).fill(sorry_theorem("a"), ["trivial"])
+    (root / "Demo" / "Basic.lean").write_text(
+        "theorem a : True := sorry\n\ntheorem b : True := sorry\n"
+    )
+    git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qam", "b")  # HEAD moves
+    with pytest.raises(LeanloopError, match="does not start from HEAD"):
+        BranchWorkspace(root, "proofs")
+    assert first.written and git(root, "rev-list", "--count", "main..proofs") == "1"
+
+
+def test_a_worktree_left_by_a_killed_run_does_not_block_the_next(tmp_path):
+    import shutil as shell
+
+    root, _head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    killed = BranchWorkspace(root, "proofs")
+    left = killed.open()
+    shell.rmtree(left.parent)  # the run died: its temporary directory is gone, git remembers it
+    with BranchWorkspace(root, "proofs") as again:
+        assert again.open() != left
+        result = SorryFiller(root, Lean(), branch=again).fill(sorry_theorem("a"), ["trivial"])
+    assert result.written
+    assert "prunable" not in git(root, "worktree", "list", "--porcelain")

@@ -62,6 +62,25 @@ class BranchWorkspace:
                 f"--branch {branch} is the branch checked out in {self.repo}",
                 hint="name a new branch: proofs are never committed on your current branch",
             )
+        head = _git(self.repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}", check=False)
+        if head.returncode != 0:
+            raise LeanloopError(
+                f"--branch {branch}: the repository {self.repo} has no commit yet",
+                hint="commit the project first: the branch starts at HEAD",
+            )
+        self.head = head.stdout.strip()
+        ref = f"refs/heads/{branch}"
+        tip = _git(self.repo, "rev-parse", "--verify", "--quiet", ref, check=False)
+        if tip.returncode == 0:  # continued only when it is HEAD plus earlier proofs
+            ancestor = _git(
+                self.repo, "merge-base", "--is-ancestor", self.head, tip.stdout.strip(), check=False
+            )
+            if ancestor.returncode != 0:
+                raise LeanloopError(
+                    f"--branch {branch} exists and does not start from HEAD "
+                    f"({self.head[:12]}), so it is not HEAD plus the proofs",
+                    hint=f"name a new branch, or delete this one ('git branch -D {branch}')",
+                )
         self.worktree: Path | None = None
         self._parent: Path | None = None
 
@@ -74,11 +93,22 @@ class BranchWorkspace:
             return self.worktree
         ref = f"refs/heads/{self.branch}"
         if _git(self.repo, "rev-parse", "--verify", "--quiet", ref, check=False).returncode:
-            _git(self.repo, "branch", self.branch, "HEAD")
-        self._parent = Path(tempfile.mkdtemp(prefix="leanloop-worktree-"))
-        worktree = self._parent / self.repo.name
-        _git(self.repo, "worktree", "add", "--quiet", str(worktree), self.branch)
-        self.worktree = worktree
+            _git(self.repo, "branch", self.branch, self.head)
+        _git(self.repo, "worktree", "prune", check=False)  # worktrees of a run that was killed
+        parent = Path(tempfile.mkdtemp(prefix="leanloop-worktree-"))
+        worktree = parent / self.repo.name
+        added = _git(
+            self.repo, "worktree", "add", "--quiet", str(worktree), self.branch, check=False
+        )
+        if added.returncode != 0:
+            shutil.rmtree(parent, ignore_errors=True)
+            reason = (added.stderr or added.stdout).strip().splitlines()
+            raise LeanloopError(
+                f"--branch {self.branch}: cannot check it out in a worktree of its own: "
+                f"{reason[-1] if reason else added.returncode}",
+                hint="a branch checked out in another worktree cannot be used; name another",
+            )
+        self._parent, self.worktree = parent, worktree
         return worktree
 
     def project_root(self, project: str | Path) -> Path:

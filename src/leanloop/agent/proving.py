@@ -345,6 +345,8 @@ def prove_sorries(
             worktree_servers=worktree_servers,
         )
     try:
+        if workspace is not None:
+            workspace.open()  # before anything is proved: a branch that cannot be used says so
         outcome = run_proofs(
             theorems,
             prover,

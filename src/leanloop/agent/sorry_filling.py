@@ -26,7 +26,15 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.audit import AuditedCode, Outcome, check_declaration
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
-from leanloop.lean.scanner import Declaration, scan
+from leanloop.lean.lexer import Kind, is_unterminated, tokenize
+from leanloop.lean.scanner import (
+    CLOSING_BRACKETS,
+    NEVER_IN_PROOFS,
+    OPENING_BRACKETS,
+    Declaration,
+    scan,
+)
+from leanloop.lean.screen import forbidden_in
 from leanloop.lean.server import LeanServer
 
 if TYPE_CHECKING:
@@ -51,6 +59,7 @@ class FillStatus(StrEnum):
     CHECK_FAILED = "check_failed"  # Lean could not judge it (the server failed, or the file
     # around the declaration does not elaborate)
     WRITE_FAILED = "write_failed"  # Lean accepted it, but the file could not be written
+    UNSAFE = "unsafe_edit"  # where the proof ends is unclear: nothing is replaced
 
     @property
     def attempt_status(self) -> AttemptStatus:
@@ -109,6 +118,34 @@ def splice(original: bytes, start: int, end: int, replacement: bytes) -> bytes:
     if new[:start] != original[:start] or new[len(new) - tail :] != original[end:]:
         raise LeanloopError("the edit would change the file outside the proof; not written")
     return new
+
+
+def span_problem(span: str) -> str:
+    """Why the text a fill would replace (``:= <proof>``) may hold more than a proof ('' when
+    it holds only a proof): a declaration or scope keyword, a doc comment or an attribute at
+    the proof's own bracket depth, or a string or comment left unterminated. A check of the
+    span itself, independent of how the scanner found its end."""
+    depth = 0
+    for token in tokenize(span):
+        where = f"line {token.line} of the proof"
+        if is_unterminated(token):
+            return f"{where}: a {token.kind.value} is never closed"
+        if token.kind is Kind.COMMENT:
+            continue
+        if token.kind is Kind.SYMBOL and token.text in OPENING_BRACKETS:
+            depth += 1
+            if token.text != "@[":
+                continue
+        elif token.kind is Kind.SYMBOL and token.text in CLOSING_BRACKETS:
+            depth = max(0, depth - 1)
+            continue
+        if depth > 1 or (depth == 1 and token.text != "@["):
+            continue
+        if token.kind in (Kind.DOC, Kind.MODDOC) or token.text == "@[":
+            return f"{where}: {token.text[:12]!r} starts a declaration"
+        if token.kind is Kind.IDENT and token.text in NEVER_IN_PROOFS:
+            return f"{where}: {token.text!r} starts a command"
+    return ""
 
 
 def _for_lean(text: str) -> str:
@@ -249,10 +286,21 @@ class SorryFiller:
                 "the declaration's body is not ':= ...' (pattern matching or 'where')",
             )
         start, end = span
+        problem = span_problem(source[start:end])
+        if problem:
+            return self._result(
+                theorem,
+                FillStatus.UNSAFE,
+                body,
+                f"where its proof ends is unclear ({problem}); nothing was replaced",
+            )
         if not any(start <= s.offset < end for s in declaration.sorries):
             return self._result(
                 theorem, FillStatus.NOT_FOUND, body, "the declaration's proof has no sorry any more"
             )
+        refusal = forbidden_in(body)
+        if refusal is not None:  # never shown to Lean
+            return self._result(theorem, FillStatus.REFUSED, body, f"refused: {refusal.reason}")
         replacement = ":= " + body
         after_text = source[:start] + replacement + source[end:]
         after = splice(
@@ -273,6 +321,7 @@ class SorryFiller:
             len(_for_lean(after_text[:last])),
             theorem.full_name,
             scan(checked).open_scopes,
+            declaration.name,
         )
         return _Edit(before, after, body, audited)
 

@@ -213,9 +213,11 @@ def prove_dataset(
         )
     if not theorems:
         raise LeanloopError(f"{dataset_dir}: no theorem to prove in split {split!r}")
+    tag = request.settings.policy_tag
     run_name = request.run or (
         f"{request.generator}:{dataset_dir.name}/{split}"
         + (":whole" if request.mode is ProofMode.WHOLE else "")
+        + (f":{tag}" if tag and not replay else "")
         + (":replay" if replay else "")
     )
     show = _json_printer(request.json_lines)
@@ -259,8 +261,11 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
     servers = lean_launcher(root, request.settings)
     theorems = database.get_sorry_theorems(entry.repository)[: request.limit]
     prover = request.prover(None)
-    name = request.run or f"sorries:{request.generator}" + (
-        ":whole" if request.mode is ProofMode.WHOLE else ""
+    tag = request.settings.policy_tag
+    name = request.run or (
+        f"sorries:{request.generator}"
+        + (":whole" if request.mode is ProofMode.WHOLE else "")
+        + (f":{tag}" if tag else "")
     )
     with progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update:
         report = prove_sorries(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from leanloop.lean.lexer import escape_name
+from leanloop.lean.lexer import escape_name, split_name
 from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
 from leanloop.lean.verdict import is_sorry_warning
 
@@ -27,17 +27,23 @@ def closing_commands(scopes: Sequence[tuple[str, str]]) -> list[str]:
 
 @dataclass(frozen=True)
 class AuditedCode:
-    """Lean code holding one declaration to judge, followed by the scopes around it closed and
-    ``#print axioms NAME`` at top level (where names print in full).
+    """Lean code holding one declaration to judge, with two audit commands of leanloop's own:
+    right after the declaration, in its own scope, ``#print axioms`` of the name as declared
+    (Lean's answer names the constant it made, so leanloop's reading of the namespaces is
+    checked), and at the end, after the scopes still open are closed, ``#print axioms`` of the
+    full name with full names printed (the axioms the policy judges).
 
     ``first_line`` and ``last_line`` (1-based, inclusive) are the declaration's lines in
-    ``code``; ``audit_line`` is the line of ``#print axioms``."""
+    ``code``; ``name_line`` and ``audit_line`` those of the two audit commands; ``own_lines``
+    every line leanloop added."""
 
     code: str
     name: str
     first_line: int
     last_line: int
+    name_line: int
     audit_line: int
+    own_lines: frozenset[int]
 
     @classmethod
     def around(
@@ -47,17 +53,26 @@ class AuditedCode:
         end: int,
         name: str,
         open_scopes: Sequence[tuple[str, str]] = (),
+        declared: str | None = None,
     ) -> AuditedCode:
-        """``text`` (whose declaration ``name`` spans offsets ``[start, end)``) with the audit
-        appended: ``open_scopes`` are the namespaces and sections still open at the end of
-        ``text``."""
+        """``text`` (whose declaration ``name``, declared as ``declared`` — by default the last
+        part of ``name`` — spans offsets ``[start, end)``) with the audit added; ``open_scopes``
+        are the namespaces and sections still open at the end of ``text``."""
         first_line = text.count("\n", 0, start) + 1
         last_line = first_line + text.count("\n", start, max(start, end - 1))
-        body = text.rstrip()
-        tail = [*closing_commands(open_scopes), f"#print axioms {escape_name(name)}"]
+        declared = declared or split_name(escape_name(name))[-1]
+        head = text[:end]
+        name_line = head.count("\n") + 3
+        rest = text[end:].rstrip()
+        body = f"{head}\n\n#print axioms {escape_name(declared)}\n{rest}".rstrip()
+        tail = [
+            *closing_commands(open_scopes),
+            f"set_option pp.fullNames true in #print axioms {escape_name(name)}",
+        ]
         code = body + "\n\n" + "\n".join(tail) + "\n"
         audit_line = body.count("\n") + 2 + len(tail)
-        return cls(code, name, first_line, last_line, audit_line)
+        own = {name_line, *range(audit_line - len(tail) + 1, audit_line + 1)}
+        return cls(code, name, first_line, last_line, name_line, audit_line, frozenset(own))
 
     def inside(self, line: int | None) -> bool:
         """Whether a message at ``line`` belongs to the declaration (no line: assume so)."""
@@ -97,27 +112,49 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
     """Judge the declaration of ``audited`` from Lean's answer ``result`` on its code.
 
     Messages located outside the declaration (an earlier ``sorry``, a linter warning) do not
-    count; an error outside it means the code around it does not elaborate (``broken``).
-    Where the answer carries no proof status, nothing is assumed: the audit decides."""
-    from leanloop.lean.axioms import AxiomAudit, find_axiom_report
+    count. An error before it means the code around it does not elaborate (``broken``); an error
+    after it, in the code that follows, means the file does not elaborate with it
+    (``rejected``); an error in leanloop's own audit lines, or an audit answer that is missing,
+    repeated or about another constant, refuses it. Where the answer carries no proof status,
+    nothing is assumed: the audit decides."""
+    from leanloop.lean.axioms import AxiomAudit, find_axiom_report, same_name
 
     errors = [m for m in result.messages if m.severity == "error"]
     own = [m for m in errors if audited.inside(m.line)]
     if own:
         where = f"line {own[0].line}: " if own[0].line is not None else ""
         return Judgement(Outcome.REJECTED, f"Lean rejected it: {where}{_first_line(own[0])}")
-    if errors:
-        first = errors[0]
-        place = "before" if first.line < audited.first_line else "after"
+    before = [m for m in errors if m.line < audited.first_line]
+    if before:
         return Judgement(
             Outcome.BROKEN,
-            f"the code {place} the declaration does not elaborate: line {first.line}: "
-            f"{_first_line(first)}",
+            f"the code before the declaration does not elaborate: line {before[0].line}: "
+            f"{_first_line(before[0])}",
+        )
+    audit_errors = [m for m in errors if m.line in audited.own_lines]
+    if audit_errors:
+        return Judgement(
+            Outcome.REFUSED,
+            f"the axiom audit could not run: line {audit_errors[0].line}: "
+            f"{_first_line(audit_errors[0])}",
+        )
+    if errors:
+        return Judgement(
+            Outcome.REJECTED,
+            f"the code after the declaration does not elaborate with it: line "
+            f"{errors[0].line}: {_first_line(errors[0])}",
         )
     sorry_warned = any(is_sorry_warning(m) and audited.inside(m.line) for m in result.messages)
     sorry_left = any(audited.inside(line) for line in result.sorry_lines)
     if sorry_warned or sorry_left:
         return Judgement(Outcome.SORRY, "Lean accepted it only thanks to a sorry in it")
+    made = find_axiom_report(result.messages, line=audited.name_line)
+    if made is None or not same_name(made.name, audited.name):
+        found = f"Lean named it {made.name}" if made is not None else "Lean did not name it"
+        return Judgement(
+            Outcome.REFUSED,
+            f"the axiom audit refused it: {found}, leanloop read it as {audited.name}",
+        )
     report = find_axiom_report(result.messages, name=audited.name, line=audited.audit_line)
     audit = policy.judge(report) if report is not None else AxiomAudit.missing(audited.name)
     if not audit.passed:

@@ -68,13 +68,31 @@ def name_parts(name: str) -> tuple[str, ...]:
     return parts[1:] if parts[:1] == ("_root_",) else parts
 
 
+def plain_parts(name: str) -> tuple[str, ...]:
+    """``name_parts`` of a name, with the prefix Lean gives private names
+    (``_private.<module>.<n>.``) taken off."""
+    parts = name_parts(name)
+    if parts[:1] == ("_private",):
+        for index in range(1, len(parts)):
+            if parts[index].isdigit():
+                return parts[index + 1 :]
+    return parts
+
+
+def same_name(printed: str, full_name: str) -> bool:
+    """Whether the name Lean printed is the declaration ``full_name`` (a private declaration
+    prints with its private prefix)."""
+    return plain_parts(printed) == plain_parts(full_name)
+
+
 def find_axiom_report(
     messages: Iterable[LeanMessage], name: str | None = None, line: int | None = None
 ) -> AxiomReport | None:
     """The axiom report among Lean's ``messages`` (``LeanMessage``s; only ``info`` ones count)
-    for the declaration ``name`` (compared as full names) and/or printed at ``line``; with
-    neither, the only report there is (None when there are several)."""
-    wanted = name_parts(name) if name is not None else None
+    for the declaration ``name`` (compared as full names, a private prefix aside) and/or
+    printed at ``line``: the only one there is, None when there is none or more than one (a
+    second report where one is expected can only come from the code under audit)."""
+    wanted = plain_parts(name) if name is not None else None
     found: list[AxiomReport] = []
     for message in messages:
         if message.severity not in ("info", "information"):
@@ -84,12 +102,10 @@ def find_axiom_report(
         report = parse_axioms(message.text)
         if report is None:
             continue
-        if wanted is not None and name_parts(report.name) != wanted:
+        if wanted is not None and plain_parts(report.name) != wanted:
             continue
         found.append(report)
-    if name is None and line is None and len(found) > 1:
-        return None
-    return found[0] if found else None
+    return found[0] if len(found) == 1 else None
 
 
 def is_native_axiom(name: str) -> bool:
@@ -109,7 +125,7 @@ def is_native_axiom(name: str) -> bool:
 
     The name alone cannot show that Lean made the axiom: a file can declare
     ``axiom foo._native.native_decide.ax_1 : False``. Candidates that declare axioms are refused
-    before Lean sees them (``leanloop.prover.screen``), and ``allow_native`` is off by default.
+    before Lean sees them (``leanloop.lean.screen``), and ``allow_native`` is off by default.
     """
     if name in NATIVE_AXIOMS:
         return True

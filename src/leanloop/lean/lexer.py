@@ -54,6 +54,7 @@ _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 )
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_RAW_STRING_START = re.compile(r'r(#*)"')
 _CHAR = re.compile(r"'(?:\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)|[^'\\\n])'")
 _NAME = re.compile(rf"``?{_ATOM}(?:\.{_ATOM})*")
 # a byte order mark counts as blank (a file may start with one)
@@ -134,6 +135,15 @@ def tokenize(source: str) -> list[Token]:
                 add(Kind.NAME, pos, match.end())
                 pos = match.end()
                 continue
+        match = _RAW_STRING_START.match(source, pos)
+        if match:  # r"..." and r#"..."#: no escapes, it ends at the quote and its hashes
+            closing = '"' + match.group(1)
+            found = source.find(closing, match.end())
+            end = length if found < 0 else found + len(closing)
+            add(Kind.STRING, pos, end)
+            advance_lines(pos, end)
+            pos = end
+            continue
         match = _IDENT.match(source, pos)
         if match:
             add(Kind.IDENT, pos, match.end())
@@ -169,11 +179,59 @@ def _block_comment_end(source: str, start: int) -> int:
 
 
 _PLAIN_ATOM = re.compile(rf"[{_START}][{_REST}]*")
+_NAME_PART = re.compile(r"«[^»]*»|[^.«»]+")
+#: Words of Lean's syntax that a name part must be written as ``«word»`` to be.
+KEYWORDS = frozenset(
+    {
+        "at", "by", "do", "else", "end", "example", "from", "fun", "have", "if", "import", "in",
+        "instance", "let", "match", "namespace", "open", "section", "show", "structure", "then",
+        "theorem", "universe", "variable", "where", "with", "def", "abbrev", "axiom", "class",
+        "inductive", "mutual", "deriving", "termination_by", "decreasing_by", "forall", "calc",
+        "lemma", "Type", "Sort", "Prop", "λ", "sorry",
+    }
+)  # fmt: skip
+
+
+def split_name(name: str) -> list[str]:
+    """The dotted parts of a name as written, a ``«...»`` part kept whole (dots inside it do
+    not split)."""
+    return _NAME_PART.findall(name)
+
+
+def _plain(part: str) -> bool:
+    return _PLAIN_ATOM.fullmatch(part) is not None and part not in KEYWORDS
 
 
 def escape_name(full_name: str) -> str:
-    """A full name as Lean source writes it: each dotted part that is not a plain identifier
-    goes between ``«»`` (``Foo.my thm`` -> ``Foo.«my thm»``)."""
+    """A full name as Lean source writes it (and Lean prints it): each part that is not a plain
+    identifier goes between ``«»`` (``Foo.my thm`` -> ``Foo.«my thm»``); a part already between
+    them stays whole (``«a.b»`` is one part)."""
     return ".".join(
-        part if _PLAIN_ATOM.fullmatch(part) else f"«{part}»" for part in full_name.split(".")
+        part if part.startswith("«") or _plain(part) else f"«{part}»"
+        for part in split_name(full_name)
     )
+
+
+def normalize_name(name: str) -> str:
+    """A name as Lean prints it: ``«»`` taken off the parts that do not need them
+    (``«foo».«a b»`` -> ``foo.«a b»``)."""
+    parts = []
+    for part in split_name(name):
+        inner = part[1:-1] if part.startswith("«") and part.endswith("»") else part
+        parts.append(inner if _plain(inner) else f"«{inner}»")
+    return ".".join(parts)
+
+
+def is_unterminated(token: Token) -> bool:
+    """Whether a string or block comment runs to the end of the source unclosed (the lexer
+    never fails, so such a token swallows everything after it)."""
+    text = token.text
+    if token.kind is Kind.STRING:
+        raw = _RAW_STRING_START.match(text)
+        if raw:
+            closing = '"' + raw.group(1)
+            return len(text) < raw.end() + len(closing) or not text.endswith(closing)
+        return _STRING.fullmatch(text) is None
+    if token.kind in (Kind.COMMENT, Kind.DOC, Kind.MODDOC) and text.startswith("/-"):
+        return _block_comment_end(text, 0) != len(text) or not text.endswith("-/")
+    return False

@@ -7,10 +7,10 @@ Positions are Lean's: 1-based lines, 0-based columns counted in characters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from leanloop.lean.lexer import Kind, Token, tokenize
+from leanloop.lean.lexer import Kind, Token, normalize_name, split_name, tokenize
 
 DECLARATION_KEYWORDS = frozenset(
     {
@@ -70,10 +70,18 @@ BODY_CLAUSES = frozenset({"where", "termination_by", "decreasing_by", "deriving"
 #: tactic or begins a term. (A line starting at or left of the declaration's own column ends the
 #: proof too, whatever its first word: that covers commands this list does not know.)
 BODY_ENDING_WORDS = DECLARATION_KEYWORDS | MODIFIERS | (OTHER_COMMANDS - {"open", "set_option"})
+#: Keywords that start a command wherever they stand: no term or tactic holds them, so one met
+#: after ``:=`` (even mid-line) is past the proof.
+NEVER_IN_PROOFS = DECLARATION_KEYWORDS | SCOPE_COMMANDS | {"mutual"}
+#: ``#`` words that are tactics (everything else spelt ``#word`` is a command).
+HASH_TACTICS = frozenset({"adaptation_note"})
 #: Term-level binders, each bringing a `:=` of its own inside a statement or a type.
 TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
 _CLOSE = frozenset(_OPEN.values())
+#: The brackets the scanner counts depth with.
+OPENING_BRACKETS = frozenset(_OPEN)
+CLOSING_BRACKETS = _CLOSE
 THEOREM_KINDS = frozenset({"theorem", "lemma"})
 
 
@@ -214,8 +222,9 @@ class _Scanner:
         self.sorries = tuple(
             _loc(t) for t in tokens if t.kind is Kind.IDENT and t.text in ("sorry", "admit")
         )
-        # Doc comments stay (they belong to declarations); other comments are dropped.
-        self.tokens = [t for t in tokens if t.kind is not Kind.COMMENT]
+        # Doc comments stay (they belong to declarations); other comments are dropped, and a
+        # token after a comment on its line counts as first on the line.
+        self.tokens = _first_on_lines([t for t in tokens if t.kind is not Kind.COMMENT])
         self.depth = self._depths()
         self.scopes: list[_Scope] = [_Scope("file")]
         self.imports: list[str] = []
@@ -244,8 +253,14 @@ class _Scanner:
             return False
         if token.kind is Kind.DOC or token.kind is Kind.MODDOC:
             return token.column == 0
-        if token.kind is Kind.SYMBOL:  # attributes, and #check-like commands
-            return token.text in ("@[", "#") and token.column == 0
+        if token.kind is Kind.SYMBOL:  # attributes, and #check-like commands (at any column,
+            # but for the one tactic spelt with '#')
+            if token.text == "#":
+                following = self.tokens[index + 1] if index + 1 < len(self.tokens) else None
+                return token.column == 0 or (
+                    following is not None and following.text not in HASH_TACTICS
+                )
+            return token.text == "@[" and token.column == 0
         if token.kind is not Kind.IDENT:
             return False
         if token.text in DECLARATION_KEYWORDS:
@@ -361,7 +376,7 @@ class _Scanner:
         if keyword == "import":
             self.imports.extend(w for w in words if w not in ("runtime",))
         elif keyword == "namespace" and words:
-            self.scopes.append(_Scope("namespace", tuple(words[0].split("."))))
+            self.scopes.append(_Scope("namespace", tuple(split_name(normalize_name(words[0])))))
         elif keyword == "section":
             self.scopes.append(_Scope("section", tuple(words[:1])))
         elif keyword == "mutual":
@@ -467,7 +482,11 @@ class _Scanner:
             token = self.tokens[j]
             if self.depth[j] != base:
                 continue
-            if token.text in BODY_CLAUSES or (token.line_start and self._ends_proof(j, column)):
+            if (
+                token.text in BODY_CLAUSES
+                or token.text in NEVER_IN_PROOFS
+                or (token.line_start and self._ends_proof(j, column))
+            ):
                 end = j
                 break
         if end <= assign + 1:
@@ -476,12 +495,16 @@ class _Scanner:
 
     def _ends_proof(self, j: int, column: int) -> bool:
         """Whether line-start token ``j`` begins something after the proof: a line at or left
-        of the declaration's column, a command word, a doc comment or an attribute."""
+        of the declaration's column, a command word, a ``#`` command, a doc comment or an
+        attribute."""
         token = self.tokens[j]
         if token.column <= column:
             return True
         if token.kind is Kind.DOC or token.kind is Kind.MODDOC or token.text == "@[":
             return True
+        if token.text == "#":  # a command, but for the one tactic spelt so
+            following = self.tokens[j + 1] if j + 1 < len(self.tokens) else None
+            return following is None or following.text not in HASH_TACTICS
         if token.kind is not Kind.IDENT:
             return False
         if token.text in ("open", "set_option"):  # a tactic when it ends in 'in'
@@ -507,7 +530,7 @@ class _Scanner:
         token = tokens[i]
         if token.kind is not Kind.IDENT or token.text in ("where", "extends"):
             return None, i, i
-        name = token.text.replace("«", "").replace("»", "")
+        name = normalize_name(token.text)  # as Lean prints it: «a.b» stays one part
         name_index = i
         i += 1
         # universe parameters: name.{u, v}
@@ -571,3 +594,17 @@ def _loc_end(source: str, token: Token) -> Location:
         return Location(token.end, token.line, token.column + (token.end - token.start))
     last = source.rfind("\n", token.start, token.end)
     return Location(token.end, token.line + newlines, token.end - last - 1)
+
+
+def _first_on_lines(tokens: list[Token]) -> list[Token]:
+    """``tokens`` with ``line_start`` set on the first of them on each line (tokens dropped
+    before, such as comments, no longer count)."""
+    out: list[Token] = []
+    last_line = 0  # the line the previous token ends on
+    for token in tokens:
+        first = token.line > last_line
+        if first != token.line_start:
+            token = replace(token, line_start=first)
+        out.append(token)
+        last_line = token.line + token.text.count("\n")
+    return out

@@ -59,9 +59,12 @@ class BaseProver(ABC):
 
     @property
     def identity(self) -> str:
-        """``name`` and ``version``: what default run names are made of, so that a model
-        trained further makes a new run instead of skipping what the older one tried."""
-        return f"{self.name}@{self.version}" if self.version else self.name
+        """``name``, ``version`` and a policy other than the standard one: what default run
+        names are made of, so that a model trained further (or judged by another axiom policy)
+        makes a new run instead of skipping what the older one tried."""
+        identity = f"{self.name}@{self.version}" if self.version else self.name
+        tag = self.config.policy_tag
+        return f"{identity}:{tag}" if tag else identity
 
     @abstractmethod
     def load_generator(self) -> Generator:

@@ -128,6 +128,18 @@ class ProverConfig(ConfigBase):
     num_gpus: float = Field(0.0, ge=0, description="GPUs reserved for each Ray worker.")
 
     @property
+    def policy_tag(self) -> str:
+        """The axiom policy in a default run name ('' for the standard one), so that a rerun
+        under another policy does not skip what the first one refused."""
+        parts = []
+        if self.allow_native:
+            parts.append("native")
+        standard = {"propext", "Classical.choice", "Quot.sound"}
+        if set(self.allowed_axioms) != standard:
+            parts.append("+".join(sorted(self.allowed_axioms)) or "none")
+        return f"axioms={','.join(parts)}" if parts else ""
+
+    @property
     def axiom_policy(self) -> AxiomPolicy:
         """The axiom audit every proof passes before it counts as proved."""
         from leanloop.lean.axioms import AxiomPolicy

@@ -18,6 +18,7 @@ from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
 from leanloop.lean.audit import Outcome, check_declaration
 from leanloop.lean.errors import LeanError, ServerError
+from leanloop.lean.screen import forbidden_in
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.ml.protocols import Generator
 from leanloop.prover.config import ProverConfig
@@ -219,6 +220,10 @@ class _Search:
             node.tried.add(key)
             if time.perf_counter() >= self.deadline:
                 raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
+            refusal = forbidden_in(tactic) if self.server.checks_with_lean else None
+            if refusal is not None:  # never sent to Lean (run_tac, a declared axiom, ...)
+                node.failures.append(Failure(tactic, f"refused: {refusal.reason}"))
+                continue
             result = self._lean(self.server.run_tactic, node.state, tactic)
             if isinstance(result, TacticFailed):
                 node.failures.append(Failure(tactic, result.error))
@@ -342,6 +347,9 @@ class _Search:
                 )
         if not self.server.checks_with_lean:
             return _Stop(AttemptStatus.REPLAYED, proof=proof)
+        refusal = forbidden_in("\n".join(proof))
+        if refusal is not None:  # each tactic was screened; their sequence is too
+            return _Stop(AttemptStatus.REFUSED, f"the proof found: {refusal.reason}", proof)
         audited = self.target.audited_tactics(proof)
         if audited is None:
             return _Stop(

@@ -205,6 +205,13 @@ def run_proofs(
         if progress is not None:
             progress(done, total)
 
+    def skip(count: int) -> None:
+        """``count`` attempts of a theorem already solved are not made."""
+        nonlocal done
+        done += count
+        if progress is not None and count:
+            progress(done, total)
+
     theorem_of = {(t.key, t.commit): t for t in theorems}
     if progress is not None:
         progress(done, total)
@@ -214,9 +221,7 @@ def run_proofs(
             try:
                 for task in pending:
                     if stop_at_first and (task.theorem.key, task.theorem.commit) in solved:
-                        done += 1  # an earlier attempt of this call found a proof
-                        if progress is not None:
-                            progress(done, total)
+                        skip(1)  # an earlier attempt of this call found a proof
                         continue
                     record(worker.prove(task.theorem, task.attempt, run), worker.lease)
             finally:
@@ -241,6 +246,7 @@ def run_proofs(
                     run,
                     lambda attempt: record(attempt, driver_lease),
                     solved if stop_at_first else None,
+                    skip,
                 )
             finally:
                 if driver_pool is not None and not isinstance(servers, ServerPool):
@@ -329,11 +335,11 @@ def _ray(address: str | None, workers: int) -> Iterator[object]:
 
 
 def _run_on_ray(
-    pending, prover, servers, project_root, mode, workers, address, run, record, solved
+    pending, prover, servers, project_root, mode, workers, address, run, record, solved, skip
 ) -> None:
     """The pending tasks on Ray actors; ``record`` is called here (the driver) for each
     attempt. With ``solved`` (stop at the first proof), a theorem's next attempt is queued only
-    when the one before found no proof."""
+    when the one before found no proof, and ``skip(n)`` counts the attempts left unmade."""
     with _ray(address, workers) as ray:
         remote = ray.remote(num_cpus=1, num_gpus=prover.config.num_gpus)(ProofWorker)
         if solved is not None:  # one attempt of each theorem at a time
@@ -380,6 +386,9 @@ def _run_on_ray(
                 rest = later.get(theorem)
                 if rest and theorem not in solved:
                     queue.append(rest.popleft())
+                elif rest:  # solved: its other attempts are not made
+                    skip(len(rest))
+                    rest.clear()
                 submit(actor)
                 for idle in actors:  # a queued next attempt may find an idle actor
                     if queue and all(a is not idle for a, _ in running.values()):

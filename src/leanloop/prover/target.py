@@ -203,7 +203,7 @@ def source_code(source: TheoremSource, proof: str) -> AuditedCode:
     prefix = source.prefix.rstrip()
     text = f"{prefix}\n\n{declaration}" if prefix else declaration
     start = len(text) - len(declaration)
-    return AuditedCode.around(text, start, len(text), source.full_name, source.scopes)
+    return AuditedCode.around(text, start, len(text), source.full_name, source.scopes, name)
 
 
 def theorem_source(theorem: Theorem, project_root: Path | None) -> TheoremSource:
@@ -217,7 +217,8 @@ def theorem_source(theorem: Theorem, project_root: Path | None) -> TheoremSource
         )
     path = project_root / theorem.file_path
     try:
-        text = path.read_text(encoding="utf-8")
+        # as Lean is shown it: LF line ends (read so), no byte order mark
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except FileNotFoundError:
         raise LeanloopError(
             f"{theorem.full_name}: its file {theorem.file_path} is not in {project_root}",

@@ -75,7 +75,7 @@ def check_whole_proofs(
     or the code around the theorem does not elaborate."""
     from leanloop.lean.audit import Outcome, check_declaration
     from leanloop.lean.axioms import AxiomPolicy
-    from leanloop.prover.screen import screen_candidate
+    from leanloop.lean.screen import screen_candidate
 
     policy = policy or AxiomPolicy()
     started = time.perf_counter()

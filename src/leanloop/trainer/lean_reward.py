@@ -1,17 +1,23 @@
 """A GRPO reward checked by Lean: each completion is run as a tactic on its prompt's proof state
-through a Lean server; closing the goal beats changing it, which beats leaving it as it was or an
-error."""
+through a Lean server; closing the goal (a proof under leanloop's one soundness policy: Lean
+accepts the goal proved by it as a declaration, and its axioms pass the audit) beats changing
+it, which beats leaving it as it was or an error. A tactic the screen refuses (``run_tac``, a
+declared axiom, ...) never reaches Lean."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from leanloop.data.prompt import PromptFormat
 from leanloop.errors import LeanloopError
+from leanloop.lean.audit import AuditedCode, Judgement, check_declaration
+from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError, RequestTimeout, ServerError, StaleStateError
 from leanloop.lean.goals import goal_to_source
+from leanloop.lean.screen import forbidden_in
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.trainer.rewards import completion_text
 
@@ -25,6 +31,11 @@ class LeanRewardStats:
     failed: int = 0
     unparsable: int = 0
     unavailable: int = 0  # the state could not be recreated, or the server failed
+    refused: int = 0  # screened out, or closing the goal only with axioms the audit refuses
+
+
+#: The name a closed goal is stated under when the reward has Lean judge it.
+REWARD_NAME = "leanloop_reward"
 
 
 class LeanCheckedReward:
@@ -32,10 +43,13 @@ class LeanCheckedReward:
 
     The state before (the ``state`` column) is recreated in Lean as a statement proved by
     ``sorry`` (``declaration`` and the ``header`` of imports set how), each completion's tactic is
-    run on it, and the reward is ``closed`` if the goal is closed, ``progress`` if Lean accepted
-    the tactic and the goals changed, ``unchanged`` if Lean accepted it but the goals are the
-    ones it started from (``skip``, ``trace ...``), ``failed`` if Lean rejected it (or it timed
-    out), ``unparsable`` if the completion holds no tactic. A state Lean cannot recreate, or a
+    run on it, and the reward is ``closed`` if the goal is closed and the goal proved by the
+    tactic passes the soundness policy (Lean accepts it as a theorem of its own, and its axioms
+    pass ``policy``, by default the standard allow-list: no ``sorryAx``, no native code),
+    ``progress`` if Lean accepted the tactic and the goals changed, ``unchanged`` if Lean
+    accepted it but the goals are the ones it started from (``skip``, ``trace ...``), ``failed``
+    if Lean rejected it (or it timed out), the screen refused it, or the audit refused its
+    proof, ``unparsable`` if the completion holds no tactic. A state Lean cannot recreate, or a
     server failure, gives ``None`` (TRL leaves such entries out) rather than blaming the
     completion.
     """
@@ -54,6 +68,7 @@ class LeanCheckedReward:
         unparsable: float = 0.0,
         state_column: str = "state",
         prompt_format: PromptFormat | None = None,
+        policy: AxiomPolicy | None = None,
     ) -> None:
         self._server = server if isinstance(server, LeanServer) else None
         self._factory = None if isinstance(server, LeanServer) else server
@@ -69,6 +84,7 @@ class LeanCheckedReward:
         }
         self.state_column = state_column
         self.prompt_format = prompt_format or PromptFormat()
+        self.policy = policy or AxiomPolicy()
         self.stats = LeanRewardStats()
         self._starts: dict[str, ProofState | None] = {}
         self._generation = -1
@@ -107,6 +123,9 @@ class LeanCheckedReward:
         if tactic is None:
             self.stats.unparsable += 1
             return self.values["unparsable"]
+        if forbidden_in(tactic) is not None:  # never sent to Lean
+            self.stats.refused += 1
+            return self.values["failed"]
         for attempt in range(2):
             start = self._start(state)
             if start is None:
@@ -129,6 +148,13 @@ class LeanCheckedReward:
                 return None
         self.stats.checked += 1
         if isinstance(result, ProofFinished):
+            judgement = self._judge(state, tactic)
+            if judgement is None:
+                self.stats.unavailable += 1
+                return None
+            if not judgement.accepted:
+                self.stats.refused += 1
+                return self.values["failed"]
             self.stats.closed += 1
             return self.values["closed"]
         if isinstance(result, TacticFailed):
@@ -139,6 +165,27 @@ class LeanCheckedReward:
             return self.values["unchanged"]
         self.stats.progressed += 1
         return self.values["progress"]
+
+    def _judge(self, state: str, tactic: str) -> Judgement | None:
+        """Lean's judgement on the goal of ``state`` proved by ``tactic``, stated as a theorem
+        of its own with its axioms audited (None when it cannot be asked)."""
+        block = textwrap.indent(tactic.strip("\n"), "  ")
+        try:
+            source = goal_to_source(
+                state,
+                declaration=f"theorem {REWARD_NAME}",
+                implicit=self.implicit_binders,
+                proof=f"by\n{block}",
+            )
+        except ValueError:
+            return None
+        code = f"{self.header}\n\n{source}" if self.header else source
+        audited = AuditedCode.around(code, len(code) - len(source), len(code), REWARD_NAME)
+        try:
+            judgement, _ = check_declaration(self.server, audited, self.policy)
+        except LeanError:
+            return None
+        return judgement
 
     def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
         states = columns.get(self.state_column)

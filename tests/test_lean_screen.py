@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from leanloop.prover.screen import (
+from leanloop.lean.screen import (
     HASH_COMMANDS,
     METAPROGRAM_ATTRIBUTES,
     METAPROGRAM_WORDS,
     RefusalCode,
     Screened,
+    forbidden_in,
     screen_candidate,
 )
 
@@ -326,3 +327,18 @@ def test_screened_is_a_frozen_value():
     with pytest.raises(dataclasses.FrozenInstanceError):
         screened.body = "ring"  # type: ignore[misc]
     assert RefusalCode.EMPTY == "empty" and not screen_candidate("").passed
+
+
+def test_a_raw_string_or_an_open_string_hides_nothing_from_the_screen():
+    plain = "run_tac do\n  Lean.Elab.Tactic.closeMainGoal `x (Lean.mkConst `evil)"
+    # a raw string ends at its first quote: what follows is read, and refused
+    hidden = 'have _h : r"\\" = "\\\\" := rfl\n' + plain + '\n-- "'
+    assert screen_candidate(hidden, "theorem t : False").refusal.code is RefusalCode.METAPROGRAM
+    hashed = 'have _h : r#"a"b"# = "a\\"b" := rfl\naxiom cheat : False'
+    assert screen_candidate(hashed).refusal.code is RefusalCode.DECLARES_AXIOM
+    # a string or comment never closed would hide the rest: refused as such
+    for text in ['exact "abc\n' + plain, "trivial /- " + plain]:
+        refused = screen_candidate(text).refusal
+        assert refused.code is RefusalCode.UNTERMINATED and "never closed" in refused.reason
+    assert forbidden_in("simp [foo] at h ⊢") is None
+    assert forbidden_in("run_tac pure ()").code is RefusalCode.METAPROGRAM

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from leanloop.lean.axioms import name_parts
-from leanloop.lean.lexer import Kind, Token, tokenize
+from leanloop.lean.lexer import Kind, Token, is_unterminated, tokenize
 from leanloop.lean.scanner import Declaration, scan
 
 
@@ -32,6 +32,7 @@ class RefusalCode(StrEnum):
     SORRY = "sorry"
     CHANGED_STATEMENT = "changed_statement"
     NO_PROOF = "no_proof"  # the restated theorem has no ':= ...' proof to take
+    UNTERMINATED = "unterminated"  # a string or comment left open hides the text after it
 
 
 @dataclass(frozen=True)
@@ -162,9 +163,32 @@ def screen_candidate(candidate: str, statement: str | None = None) -> Screened:
     the body is its proof, dedented (a term proof ``:= t`` becomes ``exact t``). Without a
     readable ``statement`` the last theorem, lemma or example restated is taken.
     """
+    refusal = forbidden_in(candidate)
+    if refusal is not None:
+        return Screened(None, refusal)
     tokens = [t for t in tokenize(candidate) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
     if not tokens:
         return _refused(RefusalCode.EMPTY, "the candidate is empty")
+    return _screened(candidate, tokens, statement)
+
+
+def forbidden_in(text: str) -> Refusal | None:
+    """The refusal the words of ``text`` call for, wherever they stand (a tactic, a proof or
+    whole code): declared axioms, kernel checks skipped, ``implemented_by``/``extern``,
+    metaprograms, ``sorry``, or a string or comment left unterminated (which would hide the
+    rest from this screen but not from Lean); None when there is none."""
+    every = tokenize(text)
+    for token in every:
+        if is_unterminated(token):
+            return Refusal(
+                RefusalCode.UNTERMINATED,
+                f"line {token.line}: a {token.kind.value} is never closed",
+                token.line,
+            )
+    return _forbidden([t for t in every if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)])
+
+
+def _screened(candidate: str, tokens: Sequence[Token], statement: str | None) -> Screened:
     refusal = _forbidden(tokens)
     if refusal is not None:
         return Screened(None, refusal)
