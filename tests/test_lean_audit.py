@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from leanloop.lean.audit import AuditedCode, Outcome, closing_commands, judge
-from leanloop.lean.axioms import AxiomPolicy
+from leanloop.lean.audit import AuditedCode, Outcome, closing_commands, declared_name, judge
+from leanloop.lean.axioms import AxiomPolicy, same_name
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import CheckResult, LeanMessage
 from tests.audit_standin import real_axiom_report
@@ -103,9 +103,11 @@ def test_what_the_declaration_itself_did_decides(fixtures):
     later = LeanMessage("error", "type mismatch", code.name_line + 1, 0)
     after = judge(answer(code, ok, later), code, policy)
     assert after.outcome is Outcome.REJECTED and "after the declaration" in after.reason
-    # an error in leanloop's own audit lines: no audit, no proof
-    lost = LeanMessage("error", "invalid 'end', insufficient scopes", code.audit_line - 1, 0)
-    assert judge(answer(code, ok, lost), code, policy).outcome is Outcome.REFUSED
+    # an error in leanloop's own audit lines (a proof left unfinished shows its parse error
+    # there): no axioms read, no proof
+    lost = LeanMessage("error", "unexpected token '#print'", code.name_line, 0)
+    unread = judge(answer(code, ok, lost), code, policy)
+    assert unread.outcome is Outcome.REJECTED and "no axioms were read" in unread.reason
     # a sorry left in it (the REPL's sorries, by line)
     holes = answer(code, ok)
     holes = CheckResult.from_messages(list(holes.messages), ["⊢ False"], [code.last_line])
@@ -158,3 +160,19 @@ def test_an_audit_about_another_constant_or_a_second_report_is_refused(fixtures)
     native = real_axiom_report(fixtures, "#print axioms ex1").replace("'ex1'", "'Outer.efsq'")
     spoofed = judge(answer(code, native, fake), code, policy)
     assert spoofed.outcome is Outcome.REFUSED and "no axiom report" in spoofed.reason
+
+
+def test_a_protected_declaration_is_named_with_its_namespace():
+    assert declared_name("Nat.Foo.t", "t", ("protected",)) == "Foo.t"
+    assert declared_name("Nat.Foo.t", "t", ("private",)) == "t"
+    assert declared_name("x.«a b»", None) == "«a b»"
+    source = "namespace Nat\n\nprotected theorem t : True := trivial\n\nend Nat\n"
+    declaration = scan(source).by_name["Nat.t"]
+    declared = declared_name("Nat.t", declaration.name, declaration.modifiers)
+    code = AuditedCode.around(
+        source, declaration.start.offset, declaration.end.offset, "Nat.t", (), declared
+    )
+    assert code.code.split("\n")[code.name_line - 1] == "#print axioms Nat.t"
+    # a private module part that is a number is not the private prefix's number
+    assert same_name("_private.Solutions.«2024».P1.0.foo", "foo")
+    assert not same_name("_private.Solutions.«2024».P1.0.foo", "P1.foo")

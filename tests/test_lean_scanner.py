@@ -313,3 +313,10 @@ def test_scopes_open_around_declarations_and_at_the_end():
     assert term.source[start:end] == ":=\ncalc 1 = 1 := rfl\n  _ = 1 := rfl"
     matching = scan("def f : ℕ → ℕ\n  | _ => sorry\n").declarations[0]
     assert matching.proof_span is None
+
+
+def test_a_command_after_a_comment_on_its_line_is_read():
+    source = "/-! Part two -/ namespace X\n\n/- a -/ theorem bar : True := trivial\n\nend X\n"
+    scanned = scan(source)
+    assert [d.full_name for d in scanned.declarations] == ["X.bar"]
+    assert scanned.open_scopes == ()

@@ -19,6 +19,7 @@ from leanloop.lean.screen import (
     RefusalCode,
     Screened,
     forbidden_in,
+    forbidden_in_proof,
     screen_candidate,
 )
 
@@ -342,3 +343,64 @@ def test_a_raw_string_or_an_open_string_hides_nothing_from_the_screen():
         assert refused.code is RefusalCode.UNTERMINATED and "never closed" in refused.reason
     assert forbidden_in("simp [foo] at h ⊢") is None
     assert forbidden_in("run_tac pure ()").code is RefusalCode.METAPROGRAM
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    [
+        's!"{(by run_tac (pure ()); exact 0 : Nat)}"',  # code in an interpolation hole
+        "let rec /--/ -- -/ g : Nat := by run_tac (pure ())",  # '/--' opens a doc comment
+        'have «\n"» : True := trivial\nrun_tac (pure ())',  # «...» spans lines
+    ],
+)
+def test_what_lean_reads_as_code_the_screen_reads_too(hidden):
+    refusal = forbidden_in(hidden)
+    assert refusal is not None and refusal.code is RefusalCode.METAPROGRAM, hidden
+
+
+@pytest.mark.parametrize(
+    ("proof", "word"),
+    [
+        ("trivial\nend X", "end"),
+        ("trivial\nvariable (hf : False)", "variable"),
+        ("trivial\ninclude hf", "include"),
+        ("open Nat\nsimp", "open without 'in'"),
+        ("set_option maxHeartbeats 0\nsimp", "set_option without 'in'"),
+        ("trivial\n#eval 1", "#eval"),
+        ("trivial\ntheorem cheat : True := trivial", "theorem"),
+    ],
+)
+def test_a_proof_may_not_hold_a_command(proof, word):
+    refusal = forbidden_in_proof(proof)
+    assert refusal is not None and word in refusal.reason, proof
+
+
+@pytest.mark.parametrize(
+    "proof",
+    [
+        "open Nat in simp",
+        "open scoped Classical in\n  exact em _",
+        "set_option maxRecDepth 2000 in\n  decide",
+        "calc #s = 2 := by simp\n  _ = 2 := rfl",  # #s: a finset's card, not a command
+        "exact (#[1, 2] : Array ℕ).size_pos",
+        "#adaptation_note /-- a note -/\nsimp",
+        "cases h with\n| inl a => exact a\n| inr b => exact b",
+        "exact fun ⟨a, b⟩ => ⟨b, a⟩",
+    ],
+)
+def test_ordinary_proofs_pass(proof):
+    assert forbidden_in_proof(proof) is None, proof
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("exact eval% (2 + 2 : Nat)", RefusalCode.METAPROGRAM),
+        ("exact unsafe (fun _ => trivial) ()", RefusalCode.METAPROGRAM),
+        ("#guard 1 = 1", RefusalCode.METAPROGRAM),
+        ("@[norm_num Nat.succ _] def ext := 0", RefusalCode.METAPROGRAM),
+        ("exact (`debug.skipKernelTC).isAnonymous", RefusalCode.SKIPS_KERNEL_CHECK),
+    ],
+)
+def test_more_ways_to_run_code(text, code):
+    assert forbidden_in(text).code is code

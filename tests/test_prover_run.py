@@ -22,7 +22,7 @@ from leanloop.lean.pool import ServerPool
 from leanloop.lean.server import LeanMessage, LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.prover.config import ProofMode
 from leanloop.prover.run import run_proofs
-from tests.audit_standin import audit_request, audited_answer
+from tests.audit_standin import audit_request, audit_requests, audited_answer
 from tests.test_search_repl import Canned
 
 URL = "https://example.org/toy"
@@ -220,14 +220,14 @@ def test_a_search_never_sends_lean_a_tactic_the_screen_refuses(tmp_path):
 
 def test_a_candidate_that_breaks_the_code_after_it_is_rejected_and_the_next_tried(tmp_path):
     class Breaking(Toy):
-        """leanloop's own verdict objects: a candidate holding 'end Demo' makes the code after
-        the declaration fail to elaborate (as Lean's 'invalid end' would)."""
+        """leanloop's own verdict objects: an unfinished candidate makes Lean report its parse
+        error at the next token, leanloop's own audit line (as Lean would)."""
 
         def check(self, code):
             self.checked.append(code)
-            if "end Demo" in code:
-                _name, line = audit_request(code)
-                error = LeanMessage("error", "invalid 'end', insufficient scopes", line - 1, 0)
+            if "exact (trivial\n" in code:
+                (_, line), _ = audit_requests(code)
+                error = LeanMessage("error", "unexpected token '#print'; expected ')'", line, 0)
                 return audited_answer(code, [error])
             return audited_answer(code)
 
@@ -235,7 +235,8 @@ def test_a_candidate_that_breaks_the_code_after_it_is_rejected_and_the_next_trie
     # a file with a byte order mark: Lean is shown it without one
     (root / "a.lean").write_text("\ufefftheorem a : True := sorry\n")
     server = Breaking()
-    whole = Canned(whole=["trivial\nend Demo", "trivial"])
+    whole = Canned(whole=["exact (trivial", "trivial\nend Demo", "trivial"])
     (attempt,) = run_proofs(theorems, whole, lambda: server, project_root=root, mode="whole").new
     assert attempt.status is AttemptStatus.PROVED and attempt.proof == ("trivial",)
+    # the unfinished one was rejected by Lean, the one leaving its block never reached Lean
     assert len(server.checked) == 2 and not server.checked[0].startswith("\ufeff")

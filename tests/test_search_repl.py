@@ -297,6 +297,19 @@ def test_proof_code_of_each_target():
     assert Target.of(theorem=source).statement() == (
         "set_option maxHeartbeats 400000 in\ntheorem Foo.bar (n : ℕ) : n + 0 = n := by"
     )
+    protected = Target.of(
+        theorem=TheoremSource(
+            "Foo.bar",
+            "Foo.lean",
+            "namespace Foo\n",
+            ": True",
+            name="bar",
+            modifiers=("protected",),
+            scopes=(("namespace", "Foo"),),
+        )
+    ).audited("trivial")
+    assert "protected theorem bar : True := by" in protected.code
+    assert protected.code.split("\n")[protected.name_line - 1] == "#print axioms Foo.bar"
     goal = Target.of(goal="True").audited("trivial")
     assert goal.code == (
         "theorem leanloop_goal : True := by\n  trivial\n\n#print axioms leanloop_goal\n\n"

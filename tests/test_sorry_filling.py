@@ -537,3 +537,81 @@ def test_a_worktree_left_by_a_killed_run_does_not_block_the_next(tmp_path):
         result = SorryFiller(root, Lean(), branch=again).fill(sorry_theorem("a"), ["trivial"])
     assert result.written
     assert "prunable" not in git(root, "worktree", "list", "--porcelain")
+
+
+@pytest.mark.parametrize(
+    ("declaration", "tail"),
+    [
+        # '#' that is no command: a finset's card, an array, Mathlib's note tactic
+        ("theorem c (s : Finset ℕ) : #s = #s := by\n  calc #s = #s := by\n    sorry\n", ""),
+        (
+            "theorem arr : (#[1, 2] : Array ℕ).size = 2 := by\n  have : #[1] ++\n"
+            "    #[2] = #[1, 2] := sorry\n  rfl\n",
+            "",
+        ),
+        ("theorem n : True := by\n  #adaptation_note /-- a note -/\n  sorry\n", ""),
+        # an attribute on the declaration's own line: the proof is still indented past it
+        ("@[simp] theorem at_line : True := by\n  sorry\n", ""),
+    ],
+    ids=["finset card", "array", "adaptation note", "attribute on the line"],
+)
+def test_proofs_with_hashes_and_attributes_are_filled(tmp_path, declaration, tail):
+    original = declaration + "\ntheorem zz : True := trivial\n"
+    root = project(tmp_path, original)
+    name = declaration.split("theorem ")[1].split()[0]
+    result = SorryFiller(root, Lean()).fill(sorry_theorem(name), ["trivial"])
+    assert result.status is FillStatus.WRITTEN, result.reason
+    written = basic(root).decode()
+    assert written.endswith("\ntheorem zz : True := trivial\n")
+    assert f"theorem {name}" in written and ":= by\n  trivial\n" in written
+
+
+def test_a_proof_that_would_leave_its_by_block_is_never_written(tmp_path):
+    original = "theorem a : True := sorry\n\ntheorem b : (1 : ℕ) = 2 := sorry\n"
+    root = project(tmp_path, original)
+    lean = Lean()
+    for proof in (["trivial", "variable (hf : False)", "include hf"], ["trivial\nend X"]):
+        result = SorryFiller(root, lean).fill(sorry_theorem("a"), proof)
+        assert result.status is FillStatus.REFUSED and "is a command" in result.reason
+    assert lean.checked == [] and basic(root) == original.encode()
+
+
+def test_a_worktree_of_a_killed_process_is_removed(tmp_path):
+    import subprocess as sp
+    import sys
+
+    root, _head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    # another process opens the branch's worktree and is killed: its directory stays
+    script = (
+        "import sys, os; from leanloop.agent.git_branch import BranchWorkspace; "
+        f"BranchWorkspace({str(root)!r}, 'proofs').open(); os._exit(0)"
+    )
+    sp.run([sys.executable, "-c", script], check=True)
+    listed = git(root, "worktree", "list", "--porcelain")
+    (left,) = [
+        line.split(" ", 1)[1] for line in listed.splitlines() if "leanloop-worktree-" in line
+    ]
+    assert Path(left).is_dir()
+    with BranchWorkspace(root, "proofs") as again:
+        assert again.open() != Path(left)
+        assert SorryFiller(root, Lean(), branch=again).fill(sorry_theorem("a"), ["trivial"]).written
+    assert not Path(left).exists()
+
+
+def test_a_branch_with_commits_leanloop_did_not_make_is_refused(tmp_path):
+    root, _head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    git(root, "checkout", "-q", "-b", "proofs")
+    (root / "Demo" / "Evil.lean").write_text("theorem evil : False := sorry\n")
+    git(root, "add", ".")
+    git(root, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "helper lemma")
+    git(root, "checkout", "-q", "main")
+    with pytest.raises(LeanloopError, match="commits leanloop did not make"):
+        BranchWorkspace(root, "proofs")
+
+
+def test_a_protected_theorem_is_audited_by_the_name_lean_resolves(tmp_path):
+    root = project(tmp_path, "namespace Demo\n\nprotected theorem t : True := sorry\n\nend Demo\n")
+    lean = Lean()
+    assert SorryFiller(root, lean).fill(sorry_theorem("Demo.t", line=3), "trivial").written
+    (code,) = lean.checked
+    assert "\n\n#print axioms Demo.t\n" in code  # its short name does not reach it

@@ -60,6 +60,20 @@ def write_text_atomic(path: str | Path, text: str, encoding: str = "utf-8") -> N
     write_bytes_atomic(path, text.encode(encoding))
 
 
+def owner_tag() -> str:
+    """``<pid> <host>``: this process on this machine, for marking what it owns."""
+    return f"{os.getpid()} {_host()}"
+
+
+def owner_gone(tag: str) -> bool:
+    """Whether the process an ``owner_tag`` names has ended (a process of another machine, or
+    a tag that cannot be read, is not known to have)."""
+    pid, _, host = tag.strip().partition(" ")
+    if not pid.isdigit() or host != _host():
+        return False
+    return not _process_alive(int(pid))
+
+
 def _process_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True

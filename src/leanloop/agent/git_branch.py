@@ -6,14 +6,21 @@ current branch are not touched."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from leanloop.atomic import owner_gone, owner_tag
 from leanloop.errors import LeanloopError
 
+#: The subject of each commit leanloop makes on a proof branch.
+COMMIT_SUBJECT = "Prove {name} (checked by Lean, axioms audited)"
+_COMMIT_SUBJECT = re.compile(r"Prove \S.* \(checked by Lean, axioms audited\)")
+_PREFIX = "leanloop-worktree-"
+_OWNER = "leanloop-owner"
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "leanloop",
     "GIT_AUTHOR_EMAIL": "leanloop@localhost",
@@ -72,17 +79,29 @@ class BranchWorkspace:
         ref = f"refs/heads/{branch}"
         tip = _git(self.repo, "rev-parse", "--verify", "--quiet", ref, check=False)
         if tip.returncode == 0:  # continued only when it is HEAD plus earlier proofs
-            ancestor = _git(
-                self.repo, "merge-base", "--is-ancestor", self.head, tip.stdout.strip(), check=False
-            )
-            if ancestor.returncode != 0:
-                raise LeanloopError(
-                    f"--branch {branch} exists and does not start from HEAD "
-                    f"({self.head[:12]}), so it is not HEAD plus the proofs",
-                    hint=f"name a new branch, or delete this one ('git branch -D {branch}')",
-                )
+            self._check_continues(tip.stdout.strip())
         self.worktree: Path | None = None
         self._parent: Path | None = None
+
+    def _check_continues(self, tip: str) -> None:
+        """Refuse an existing branch that is not HEAD plus commits of proofs leanloop made."""
+        branch = self.branch
+        hint = f"name a new branch, or delete this one ('git branch -D {branch}')"
+        ancestor = _git(self.repo, "merge-base", "--is-ancestor", self.head, tip, check=False)
+        if ancestor.returncode != 0:
+            raise LeanloopError(
+                f"--branch {branch} exists and does not start from HEAD ({self.head[:12]}), "
+                "so it is not HEAD plus the proofs",
+                hint=hint,
+            )
+        subjects = _git(self.repo, "log", "--format=%s", f"{self.head}..{tip}").stdout.split("\n")
+        foreign = [s for s in subjects if s and not _COMMIT_SUBJECT.fullmatch(s)]
+        if foreign:
+            raise LeanloopError(
+                f"--branch {branch} holds commits leanloop did not make ({foreign[0]!r}), so it "
+                "is not HEAD plus the proofs",
+                hint=hint,
+            )
 
     # -- the worktree --------------------------------------------------------------------------
 
@@ -94,8 +113,9 @@ class BranchWorkspace:
         ref = f"refs/heads/{self.branch}"
         if _git(self.repo, "rev-parse", "--verify", "--quiet", ref, check=False).returncode:
             _git(self.repo, "branch", self.branch, self.head)
-        _git(self.repo, "worktree", "prune", check=False)  # worktrees of a run that was killed
-        parent = Path(tempfile.mkdtemp(prefix="leanloop-worktree-"))
+        self._remove_abandoned()
+        parent = Path(tempfile.mkdtemp(prefix=_PREFIX))
+        (parent / _OWNER).write_text(owner_tag() + "\n")
         worktree = parent / self.repo.name
         added = _git(
             self.repo, "worktree", "add", "--quiet", str(worktree), self.branch, check=False
@@ -110,6 +130,24 @@ class BranchWorkspace:
             )
         self._parent, self.worktree = parent, worktree
         return worktree
+
+    def _remove_abandoned(self) -> None:
+        """Remove this branch's worktrees that a run left behind when it was killed (its
+        directory gone, or marked by a process of this machine that has ended)."""
+        _git(self.repo, "worktree", "prune", check=False)
+        listed = _git(self.repo, "worktree", "list", "--porcelain", check=False).stdout
+        for entry in listed.split("\n\n"):
+            fields = dict(line.partition(" ")[::2] for line in entry.splitlines() if line)
+            path = Path(fields.get("worktree", ""))
+            if fields.get("branch") != f"refs/heads/{self.branch}":
+                continue
+            owner = path.parent / _OWNER
+            if not path.parent.name.startswith(_PREFIX) or not owner.is_file():
+                continue
+            if owner_gone(owner.read_text()):
+                _git(self.repo, "worktree", "remove", "--force", str(path), check=False)
+                shutil.rmtree(path.parent, ignore_errors=True)
+        _git(self.repo, "worktree", "prune", check=False)
 
     def project_root(self, project: str | Path) -> Path:
         """Where ``project`` (a directory of the user's repository) is in the worktree."""

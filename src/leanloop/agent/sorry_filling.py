@@ -20,10 +20,11 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from leanloop.agent.git_branch import COMMIT_SUBJECT
 from leanloop.atomic import write_bytes_atomic
 from leanloop.data.records import AttemptStatus, Theorem
 from leanloop.errors import LeanloopError
-from leanloop.lean.audit import AuditedCode, Outcome, check_declaration
+from leanloop.lean.audit import AuditedCode, Outcome, check_declaration, declared_name
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
 from leanloop.lean.lexer import Kind, is_unterminated, tokenize
@@ -34,7 +35,7 @@ from leanloop.lean.scanner import (
     Declaration,
     scan,
 )
-from leanloop.lean.screen import forbidden_in
+from leanloop.lean.screen import forbidden_in_proof
 from leanloop.lean.server import LeanServer
 
 if TYPE_CHECKING:
@@ -122,29 +123,37 @@ def splice(original: bytes, start: int, end: int, replacement: bytes) -> bytes:
 
 def span_problem(span: str) -> str:
     """Why the text a fill would replace (``:= <proof>``) may hold more than a proof ('' when
-    it holds only a proof): a declaration or scope keyword, a doc comment or an attribute at
-    the proof's own bracket depth, or a string or comment left unterminated. A check of the
-    span itself, independent of how the scanner found its end."""
+    it holds only a proof): a declaration or scope keyword at the proof's own bracket depth or
+    first on a line at any depth, a doc comment or an attribute (but the note of
+    ``#adaptation_note``), brackets that do not balance, or a string or comment left
+    unterminated. A check of the span itself, independent of how the scanner found its end."""
     depth = 0
+    previous: list[str] = []
     for token in tokenize(span):
         where = f"line {token.line} of the proof"
         if is_unterminated(token):
             return f"{where}: a {token.kind.value} is never closed"
         if token.kind is Kind.COMMENT:
             continue
+        noted = previous[-2:] == ["#", "adaptation_note"]
+        previous.append(token.text)
         if token.kind is Kind.SYMBOL and token.text in OPENING_BRACKETS:
             depth += 1
-            if token.text != "@[":
-                continue
-        elif token.kind is Kind.SYMBOL and token.text in CLOSING_BRACKETS:
-            depth = max(0, depth - 1)
+            if token.text == "@[" and depth == 1:
+                return f"{where}: '@[' starts a declaration"
             continue
-        if depth > 1 or (depth == 1 and token.text != "@["):
+        if token.kind is Kind.SYMBOL and token.text in CLOSING_BRACKETS:
+            depth -= 1
+            if depth < 0:
+                return f"{where}: a {token.text!r} closes no bracket"
             continue
-        if token.kind in (Kind.DOC, Kind.MODDOC) or token.text == "@[":
+        if token.kind in (Kind.DOC, Kind.MODDOC) and not noted:
             return f"{where}: {token.text[:12]!r} starts a declaration"
-        if token.kind is Kind.IDENT and token.text in NEVER_IN_PROOFS:
+        at_command = depth == 0 or token.line_start
+        if token.kind is Kind.IDENT and token.text in NEVER_IN_PROOFS and at_command:
             return f"{where}: {token.text!r} starts a command"
+    if depth:
+        return f"the proof's brackets do not balance ({depth} left open)"
     return ""
 
 
@@ -276,7 +285,7 @@ class SorryFiller:
                 theorem, FillStatus.NOT_FOUND, "", "the declaration is no longer in the file"
             )
         newline = "\r\n" if "\r\n" in source else "\n"
-        body = proof_body(proof, declaration.start.column, newline)
+        body = proof_body(proof, declaration.indent, newline)
         span = declaration.proof_span
         if span is None:
             return self._result(
@@ -298,7 +307,7 @@ class SorryFiller:
             return self._result(
                 theorem, FillStatus.NOT_FOUND, body, "the declaration's proof has no sorry any more"
             )
-        refusal = forbidden_in(body)
+        refusal = forbidden_in_proof(body)
         if refusal is not None:  # never shown to Lean
             return self._result(theorem, FillStatus.REFUSED, body, f"refused: {refusal.reason}")
         replacement = ":= " + body
@@ -321,7 +330,7 @@ class SorryFiller:
             len(_for_lean(after_text[:last])),
             theorem.full_name,
             scan(checked).open_scopes,
-            declaration.name,
+            declared_name(theorem.full_name, declaration.name, declaration.modifiers),
         )
         return _Edit(before, after, body, audited)
 
@@ -337,9 +346,7 @@ class SorryFiller:
             write_bytes_atomic(path, plan.after)
         else:
             write_bytes_atomic(path, plan.after)  # in the branch's worktree
-            commit = self.branch.commit(
-                [path], f"Prove {theorem.full_name} (checked by Lean, axioms audited)"
-            )
+            commit = self.branch.commit([path], COMMIT_SUBJECT.format(name=theorem.full_name))
             working_tree, backup, note = self._mirror(theorem, plan)
             if note:
                 reasons.append(note)

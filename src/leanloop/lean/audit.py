@@ -25,6 +25,16 @@ def closing_commands(scopes: Sequence[tuple[str, str]]) -> list[str]:
     return [f"end {name}".rstrip() for _kind, name in reversed(scopes)]
 
 
+def declared_name(full_name: str, name: str | None, modifiers: Sequence[str] = ()) -> str:
+    """How the declaration ``full_name`` is named right after it, in its own scope: as it was
+    declared (``name``), or, for a ``protected`` one (which its short name does not reach, even
+    in its namespace), with its last namespace part."""
+    parts = split_name(escape_name(full_name))
+    if "protected" in modifiers and len(parts) >= 2:
+        return ".".join(parts[-2:])
+    return escape_name(name) if name else parts[-1]
+
+
 @dataclass(frozen=True)
 class AuditedCode:
     """Lean code holding one declaration to judge, with two audit commands of leanloop's own:
@@ -113,10 +123,9 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
 
     Messages located outside the declaration (an earlier ``sorry``, a linter warning) do not
     count. An error before it means the code around it does not elaborate (``broken``); an error
-    after it, in the code that follows, means the file does not elaborate with it
-    (``rejected``); an error in leanloop's own audit lines, or an audit answer that is missing,
-    repeated or about another constant, refuses it. Where the answer carries no proof status,
-    nothing is assumed: the audit decides."""
+    after it (in the code that follows, or in leanloop's own audit lines) rejects it; an audit
+    answer that is missing, repeated or about another constant refuses it. Where the answer
+    carries no proof status, nothing is assumed: the audit decides."""
     from leanloop.lean.axioms import AxiomAudit, find_axiom_report, same_name
 
     errors = [m for m in result.messages if m.severity == "error"]
@@ -132,11 +141,11 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
             f"{_first_line(before[0])}",
         )
     audit_errors = [m for m in errors if m.line in audited.own_lines]
-    if audit_errors:
+    if audit_errors:  # e.g. a proof left unfinished, whose parse error shows at the next line
         return Judgement(
-            Outcome.REFUSED,
-            f"the axiom audit could not run: line {audit_errors[0].line}: "
-            f"{_first_line(audit_errors[0])}",
+            Outcome.REJECTED,
+            f"Lean rejected the code at leanloop's audit (no axioms were read): line "
+            f"{audit_errors[0].line}: {_first_line(audit_errors[0])}",
         )
     if errors:
         return Judgement(

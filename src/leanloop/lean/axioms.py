@@ -71,10 +71,11 @@ def name_parts(name: str) -> tuple[str, ...]:
 def plain_parts(name: str) -> tuple[str, ...]:
     """``name_parts`` of a name, with the prefix Lean gives private names
     (``_private.<module>.<n>.``) taken off."""
+    raw = _NAME_PARTS.findall(name)  # «2024» (a module part) is not the private number
     parts = name_parts(name)
-    if parts[:1] == ("_private",):
-        for index in range(1, len(parts)):
-            if parts[index].isdigit():
+    if parts[:1] == ("_private",) and len(raw) == len(parts):
+        for index in range(1, len(raw)):
+            if raw[index].isdigit():
                 return parts[index + 1 :]
     return parts
 

@@ -48,7 +48,7 @@ def _letter_like_ranges() -> str:
 _START = _letter_like_ranges()
 # Subscripts (₀-₉, ₐ-ₜ, ᵢ-ᵪ, ⱼ) and the extra identifier characters.
 _REST = _START + "0-9'!?\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a\u2c7c"
-_ATOM = rf"(?:[{_START}][{_REST}]*|«[^»\n]*»)"
+_ATOM = rf"(?:[{_START}][{_REST}]*|«[^»]*»)"  # «...» may span lines, as in Lean
 _IDENT = re.compile(rf"{_ATOM}(?:\.{_ATOM}|\.[0-9]+)*")
 _NUMBER = re.compile(
     r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
@@ -104,14 +104,16 @@ def tokenize(source: str) -> list[Token]:
             pos = end
             continue
         if source.startswith("/-", pos):
-            end = _block_comment_end(source, pos)
+            # as Lean reads them: '/--' and '/-!' open doc comments (even '/--/'), whose text
+            # starts after the three characters; nesting counts from there
             kind = (
                 Kind.DOC
-                if source.startswith("/--", pos) and not source.startswith("/--/", pos)
+                if source.startswith("/--", pos)
                 else Kind.MODDOC
                 if source.startswith("/-!", pos)
                 else Kind.COMMENT
             )
+            end = _block_comment_end(source, pos + (2 if kind is Kind.COMMENT else 3), depth=1)
             add(kind, pos, end)
             advance_lines(pos, end)
             pos = end
@@ -145,6 +147,12 @@ def tokenize(source: str) -> list[Token]:
             pos = end
             continue
         match = _IDENT.match(source, pos)
+        if match and match.group().endswith("!") and source.startswith('"', match.end()):
+            end = _interpolated_end(source, match.end())  # s!"..{code}.." is one string
+            add(Kind.STRING, pos, end)
+            advance_lines(pos, end)
+            pos = end
+            continue
         if match:
             add(Kind.IDENT, pos, match.end())
             pos = match.end()
@@ -165,9 +173,68 @@ def tokenize(source: str) -> list[Token]:
     return tokens
 
 
-def _block_comment_end(source: str, start: int) -> int:
-    """End offset of the (nested) block comment starting at ``start``."""
-    depth, pos = 0, start
+def _interpolated_end(source: str, start: int) -> int:
+    """End offset of the interpolated string whose quote is at ``start``: its ``{...}`` holes
+    hold code (strings, characters and braces nest there)."""
+    pos, length = start + 1, len(source)
+    while pos < length:
+        char = source[pos]
+        if char == "\\":
+            pos += 2
+        elif char == '"':
+            return pos + 1
+        elif char == "{":
+            pos = _hole_end(source, pos + 1)
+        else:
+            pos += 1
+    return length
+
+
+def _hole_end(source: str, pos: int) -> int:
+    """Offset after the ``}`` closing an interpolation hole whose code starts at ``pos``."""
+    depth, length = 1, len(source)
+    while pos < length:
+        char = source[pos]
+        if char == '"':
+            match = _STRING.match(source, pos)
+            pos = match.end() if match else length
+            continue
+        if char == "'":
+            match = _CHAR.match(source, pos)
+            if match:
+                pos = match.end()
+                continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+            if depth == 0:
+                return pos + 1
+        pos += 1
+    return length
+
+
+def interpolation_holes(text: str) -> list[str]:
+    """The code in the ``{...}`` holes of an interpolated string token (``s!"..."``)."""
+    quote = text.find('"')
+    holes, pos = [], quote + 1
+    while 0 < pos < len(text):
+        char = text[pos]
+        if char == "\\":
+            pos += 2
+        elif char == "{":
+            end = _hole_end(text, pos + 1)
+            holes.append(text[pos + 1 : end - 1])
+            pos = end
+        else:
+            pos += 1
+    return holes
+
+
+def _block_comment_end(source: str, start: int, depth: int = 0) -> int:
+    """End offset of the (nested) block comment whose text is scanned from ``start``, at
+    nesting ``depth`` there (0: ``start`` is the opening ``/-``)."""
+    pos = start
     while True:
         match = _COMMENT_MARK.search(source, pos)
         if match is None:
@@ -227,11 +294,17 @@ def is_unterminated(token: Token) -> bool:
     never fails, so such a token swallows everything after it)."""
     text = token.text
     if token.kind is Kind.STRING:
+        if not text.startswith(('"', "r")) or (
+            text.startswith("r") and not _RAW_STRING_START.match(text)
+        ):  # interpolated: s!"..."
+            quote = text.find('"')
+            return _interpolated_end(text, quote) != len(text) or not text.endswith('"')
         raw = _RAW_STRING_START.match(text)
         if raw:
             closing = '"' + raw.group(1)
             return len(text) < raw.end() + len(closing) or not text.endswith(closing)
         return _STRING.fullmatch(text) is None
     if token.kind in (Kind.COMMENT, Kind.DOC, Kind.MODDOC) and text.startswith("/-"):
-        return _block_comment_end(text, 0) != len(text) or not text.endswith("-/")
+        opener = 2 if token.kind is Kind.COMMENT else 3
+        return _block_comment_end(text, opener, depth=1) != len(text) or not text.endswith("-/")
     return False

@@ -73,8 +73,19 @@ BODY_ENDING_WORDS = DECLARATION_KEYWORDS | MODIFIERS | (OTHER_COMMANDS - {"open"
 #: Keywords that start a command wherever they stand: no term or tactic holds them, so one met
 #: after ``:=`` (even mid-line) is past the proof.
 NEVER_IN_PROOFS = DECLARATION_KEYWORDS | SCOPE_COMMANDS | {"mutual"}
-#: ``#`` words that are tactics (everything else spelt ``#word`` is a command).
+#: ``#`` words that are tactics as well as commands, or only tactics.
 HASH_TACTICS = frozenset({"adaptation_note"})
+#: ``#`` words of commands (``#s`` is Mathlib's notation for a finset's card, ``#[...]`` an
+#: array: not every ``#`` starts a command).
+HASH_COMMANDS = frozenset(
+    {
+        "check", "check_failure", "eval", "eval!", "print", "reduce", "exit", "guard",
+        "guard_msgs", "guard_expr", "synth", "lint", "align", "align_import", "noalign", "help",
+        "find", "find_home", "time", "where", "simp", "norm_num", "conv", "count_heartbeats",
+        "list_linters", "min_imports", "explode", "leansearch", "moogle", "loogle", "version",
+        "exact?", "widget", "html", "tactic_doc", "test",
+    }
+)  # fmt: skip
 #: Term-level binders, each bringing a `:=` of its own inside a statement or a type.
 TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
@@ -123,6 +134,8 @@ class Declaration:
     #: where the proof (the body after ``:=``) ends: before a ``where`` / ``termination_by`` /
     #: ``decreasing_by`` / ``deriving`` clause or the next command, trailing comments excluded
     proof_end: Location | None = None
+    #: the indentation of the declaration's first line (an attribute may stand before it)
+    indent: int = 0
     #: the namespaces and sections open around the declaration, outermost first, as
     #: ``("namespace", "A.B")`` or ``("section", "name")`` (``""`` for an unnamed section)
     scopes: tuple[tuple[str, str], ...] = ()
@@ -256,10 +269,7 @@ class _Scanner:
         if token.kind is Kind.SYMBOL:  # attributes, and #check-like commands (at any column,
             # but for the one tactic spelt with '#')
             if token.text == "#":
-                following = self.tokens[index + 1] if index + 1 < len(self.tokens) else None
-                return token.column == 0 or (
-                    following is not None and following.text not in HASH_TACTICS
-                )
+                return token.column == 0 or self._hash_command(index)
             return token.text == "@[" and token.column == 0
         if token.kind is not Kind.IDENT:
             return False
@@ -440,7 +450,8 @@ class _Scanner:
                 full_name = ".".join((*namespace, name))
         end = self._end_location(stop)
         start = _loc(first)
-        assign, proof_end = self._proof(i, stop, first.column)
+        indent = _indentation(self.source, first.start)
+        assign, proof_end = self._proof(i, stop, indent)
         self.declarations.append(
             Declaration(
                 kind=kind,
@@ -464,6 +475,7 @@ class _Scanner:
                 name_end=_loc_end(self.source, name_token) if name_token else None,
                 assign=assign,
                 proof_end=proof_end,
+                indent=indent,
                 scopes=self._scope_names(),
             )
         )
@@ -502,14 +514,22 @@ class _Scanner:
             return True
         if token.kind is Kind.DOC or token.kind is Kind.MODDOC or token.text == "@[":
             return True
-        if token.text == "#":  # a command, but for the one tactic spelt so
-            following = self.tokens[j + 1] if j + 1 < len(self.tokens) else None
-            return following is None or following.text not in HASH_TACTICS
+        if token.text == "#":  # a command word (not #s, #[...] or #adaptation_note)
+            return self._hash_command(j)
         if token.kind is not Kind.IDENT:
             return False
         if token.text in ("open", "set_option"):  # a tactic when it ends in 'in'
             return not self._line_has_in(j)
         return token.text in BODY_ENDING_WORDS
+
+    def _hash_command(self, j: int) -> bool:
+        """Whether the ``#`` at token ``j`` spells a command (``#check``, ``#eval``, ...)."""
+        following = self.tokens[j + 1] if j + 1 < len(self.tokens) else None
+        return (
+            following is not None
+            and following.start == self.tokens[j].end
+            and following.text in HASH_COMMANDS
+        )
 
     def _line_has_in(self, j: int) -> bool:
         for k in range(j + 1, len(self.tokens)):
@@ -598,13 +618,22 @@ def _loc_end(source: str, token: Token) -> Location:
 
 def _first_on_lines(tokens: list[Token]) -> list[Token]:
     """``tokens`` with ``line_start`` set on the first of them on each line (tokens dropped
-    before, such as comments, no longer count)."""
+    before, such as comments, no longer count, and nor does a module doc comment: in
+    ``/-! ... -/ namespace X`` the ``namespace`` is a command)."""
     out: list[Token] = []
-    last_line = 0  # the line the previous token ends on
+    last_line = 0  # the line the previous token (but a module doc) ends on
     for token in tokens:
         first = token.line > last_line
         if first != token.line_start:
             token = replace(token, line_start=first)
         out.append(token)
-        last_line = token.line + token.text.count("\n")
+        if token.kind is not Kind.MODDOC:
+            last_line = token.line + token.text.count("\n")
     return out
+
+
+def _indentation(source: str, offset: int) -> int:
+    """The indentation (in characters) of the line holding ``offset``."""
+    start = source.rfind("\n", 0, offset) + 1
+    line = source[start:offset]
+    return len(line) - len(line.lstrip(" \t"))

@@ -16,8 +16,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from leanloop.lean.axioms import name_parts
-from leanloop.lean.lexer import Kind, Token, is_unterminated, tokenize
-from leanloop.lean.scanner import Declaration, scan
+from leanloop.lean.lexer import Kind, Token, interpolation_holes, is_unterminated, tokenize
+from leanloop.lean.scanner import (
+    DECLARATION_KEYWORDS,
+    MODIFIERS,
+    SCOPE_COMMANDS,
+    Declaration,
+    scan,
+)
+from leanloop.lean.scanner import (
+    HASH_COMMANDS as SCANNER_HASH_COMMANDS,
+)
 
 
 class RefusalCode(StrEnum):
@@ -33,6 +42,7 @@ class RefusalCode(StrEnum):
     CHANGED_STATEMENT = "changed_statement"
     NO_PROOF = "no_proof"  # the restated theorem has no ':= ...' proof to take
     UNTERMINATED = "unterminated"  # a string or comment left open hides the text after it
+    COMMAND = "command"  # a command inside a proof would leave the proof's 'by' block
 
 
 @dataclass(frozen=True)
@@ -114,7 +124,31 @@ HASH_COMMANDS: dict[str, str] = {
     "print": "prints any text as an info message, which could imitate Lean's axiom report",
     "exit": "makes Lean stop reading the rest of the input",
     "guard_msgs": "swallows the messages of the command it wraps, which the verdict reads",
+    "guard": "runs the untrusted evaluator",
+    "html": "evaluates a term to show it (ProofWidgets): runs code",
+    "widget": "evaluates a term to show it (ProofWidgets): runs code",
 }
+#: Term forms refused as metaprograms: ``eval% e`` (Mathlib) evaluates code while the proof
+#: elaborates; ``unsafe e`` (core) compiles ``e`` as implemented by unsafe code.
+TERM_METAPROGRAMS: dict[str, str] = {
+    "eval": "eval% evaluates code while the proof elaborates",
+    "unsafe": "unsafe makes a term implemented by unchecked code",
+}
+#: Words that start a command: inside a proof (a tactic, or the body of a 'by' block) one would
+#: end the proof and run as a command of the file (Lean's commands need no indentation).
+#: ``open`` and ``set_option`` are tactics too when an ``in`` follows on their line.
+COMMAND_WORDS = (
+    DECLARATION_KEYWORDS
+    | SCOPE_COMMANDS
+    | (MODIFIERS - {"local", "scoped"})
+    | frozenset(
+        {
+            "variable", "universe", "include", "omit", "mutual", "import", "export",
+            "attribute", "deriving", "alias", "add_decl_doc", "assert_not_exists",
+            "library_note", "proof_wanted", "suppress_compilation", "unseal", "seal",
+        }
+    )
+)  # fmt: skip
 #: Attributes that register code run by Lean's front end (elaborators, macros, parsers,
 #: initialisers, simprocs), refused as metaprograms; so is every ``builtin_*`` attribute.
 METAPROGRAM_ATTRIBUTES = frozenset(
@@ -128,6 +162,8 @@ METAPROGRAM_ATTRIBUTES = frozenset(
         "term_parser",
         "tactic_parser",
         "simproc",
+        "norm_num",  # Mathlib: extensions norm_num and positivity run later
+        "positivity",
     }
 )
 #: Identifiers that stand for Lean code skipping the kernel's check (as parts of a name:
@@ -185,7 +221,67 @@ def forbidden_in(text: str) -> Refusal | None:
                 f"line {token.line}: a {token.kind.value} is never closed",
                 token.line,
             )
+        if token.kind is Kind.STRING and not token.text.startswith(('"', "r")):
+            for hole in interpolation_holes(token.text):  # code inside s!"..{..}.."
+                refusal = forbidden_in(hole)
+                if refusal is not None:
+                    return Refusal(
+                        refusal.code,
+                        f"line {token.line}: in an interpolated string: {refusal.reason}",
+                        token.line,
+                    )
     return _forbidden([t for t in every if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)])
+
+
+def forbidden_in_proof(text: str) -> Refusal | None:
+    """``forbidden_in``, and for a proof (a tactic, or the body of a ``by`` block) also a
+    command word at the proof's own bracket depth, which would end the proof and run as a
+    command of the file (``end X``, ``variable``, ``open X`` without ``in``, ``#eval``, ...)."""
+    refusal = forbidden_in(text)
+    if refusal is not None:
+        return refusal
+    tokens = [t for t in tokenize(text) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
+    depth = 0
+    for index, token in enumerate(tokens):
+        if token.kind is Kind.SYMBOL and token.text in _OPENING:
+            depth += 1
+            continue
+        if token.kind is Kind.SYMBOL and token.text in _CLOSING:
+            depth = max(0, depth - 1)
+            continue
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        word = None
+        if depth == 0 and token.kind is Kind.IDENT and token.text in COMMAND_WORDS:
+            word = token.text
+        elif depth == 0 and token.text in ("open", "set_option") and not _in_follows(tokens, index):
+            word = f"{token.text} without 'in'"
+        elif (
+            token.text == "#"
+            and following is not None
+            and following.kind is Kind.IDENT
+            and following.start == token.end
+            and following.text in SCANNER_HASH_COMMANDS
+        ):
+            word = f"#{following.text}"
+        if word is not None:
+            return Refusal(
+                RefusalCode.COMMAND,
+                f"line {token.line}: {word} is a command: in a proof it would end the proof "
+                "and change the file",
+                token.line,
+            )
+    return None
+
+
+def _in_follows(tokens: Sequence[Token], index: int) -> bool:
+    """Whether an ``in`` follows token ``index`` at its depth before the next line starts
+    (the line after an ``in`` at the end of a line belongs to it)."""
+    for token in tokens[index + 1 :]:
+        if token.line_start and token.line > tokens[index].line:
+            return False
+        if token.text == "in":
+            return True
+    return False
 
 
 def _screened(candidate: str, tokens: Sequence[Token], statement: str | None) -> Screened:
@@ -225,6 +321,10 @@ def _forbidden(tokens: Sequence[Token]) -> Refusal | None:
             if text == "axiom":
                 named = following.text if following is not None else "?"
                 refuse(RefusalCode.DECLARES_AXIOM, token, f"declares axiom {named}")
+            elif text in TERM_METAPROGRAMS and (
+                text != "eval" or (following is not None and following.text == "%")
+            ):
+                refuse(RefusalCode.METAPROGRAM, token, TERM_METAPROGRAMS[text])
             elif KERNEL_SKIPS & set(_plain(text).split(".")):
                 refuse(
                     RefusalCode.SKIPS_KERNEL_CHECK,
@@ -238,6 +338,12 @@ def _forbidden(tokens: Sequence[Token]) -> Refusal | None:
             elif text == "attribute" and following is not None and following.text == "[":
                 for name_token in _attribute_names(tokens, index + 1):
                     _check_attribute(name_token, refuse)
+        elif token.kind in (Kind.NAME, Kind.STRING) and any(w in token.text for w in KERNEL_SKIPS):
+            refuse(
+                RefusalCode.SKIPS_KERNEL_CHECK,
+                token,
+                f"{token.text} names what skips the kernel's check of declarations",
+            )
         elif token.kind is Kind.SYMBOL:
             if token.text == "@[":
                 for name_token in _attribute_names(tokens, index):

@@ -18,7 +18,7 @@ from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
 from leanloop.lean.audit import Outcome, check_declaration
 from leanloop.lean.errors import LeanError, ServerError
-from leanloop.lean.screen import forbidden_in
+from leanloop.lean.screen import forbidden_in_proof
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.ml.protocols import Generator
 from leanloop.prover.config import ProverConfig
@@ -220,7 +220,7 @@ class _Search:
             node.tried.add(key)
             if time.perf_counter() >= self.deadline:
                 raise _Stop(AttemptStatus.TIMEOUT, f"no proof within {config.timeout:g} s")
-            refusal = forbidden_in(tactic) if self.server.checks_with_lean else None
+            refusal = forbidden_in_proof(tactic) if self.server.checks_with_lean else None
             if refusal is not None:  # never sent to Lean (run_tac, a declared axiom, ...)
                 node.failures.append(Failure(tactic, f"refused: {refusal.reason}"))
                 continue
@@ -347,9 +347,6 @@ class _Search:
                 )
         if not self.server.checks_with_lean:
             return _Stop(AttemptStatus.REPLAYED, proof=proof)
-        refusal = forbidden_in("\n".join(proof))
-        if refusal is not None:  # each tactic was screened; their sequence is too
-            return _Stop(AttemptStatus.REFUSED, f"the proof found: {refusal.reason}", proof)
         audited = self.target.audited_tactics(proof)
         if audited is None:
             return _Stop(

@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
-from leanloop.lean.audit import AuditedCode
+from leanloop.lean.audit import AuditedCode, declared_name
 from leanloop.lean.lexer import escape_name
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import LeanServer, ProofState, TheoremSource
@@ -203,7 +203,8 @@ def source_code(source: TheoremSource, proof: str) -> AuditedCode:
     prefix = source.prefix.rstrip()
     text = f"{prefix}\n\n{declaration}" if prefix else declaration
     start = len(text) - len(declaration)
-    return AuditedCode.around(text, start, len(text), source.full_name, source.scopes, name)
+    declared = declared_name(source.full_name, name, source.modifiers)
+    return AuditedCode.around(text, start, len(text), source.full_name, source.scopes, declared)
 
 
 def theorem_source(theorem: Theorem, project_root: Path | None) -> TheoremSource:

@@ -75,7 +75,7 @@ def check_whole_proofs(
     or the code around the theorem does not elaborate."""
     from leanloop.lean.audit import Outcome, check_declaration
     from leanloop.lean.axioms import AxiomPolicy
-    from leanloop.lean.screen import screen_candidate
+    from leanloop.lean.screen import forbidden_in_proof, screen_candidate
 
     policy = policy or AxiomPolicy()
     started = time.perf_counter()
@@ -91,9 +91,11 @@ def check_whole_proofs(
             break
         checked += 1
         screened = screen_candidate(candidate, statement)
-        if screened.refusal is not None or screened.body is None:
-            reason = screened.refusal.reason if screened.refusal is not None else "empty"
-            refused.append(reason)
+        refusal = screened.refusal
+        if refusal is None and screened.body is not None:
+            refusal = forbidden_in_proof(screened.body)  # the proof may not leave its block
+        if refusal is not None or screened.body is None:
+            refused.append(refusal.reason if refusal is not None else "empty")
             continue
         body = screened.body
         before = time.perf_counter()

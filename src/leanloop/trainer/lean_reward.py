@@ -17,7 +17,7 @@ from leanloop.lean.audit import AuditedCode, Judgement, check_declaration
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError, RequestTimeout, ServerError, StaleStateError
 from leanloop.lean.goals import goal_to_source
-from leanloop.lean.screen import forbidden_in
+from leanloop.lean.screen import forbidden_in_proof
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.trainer.rewards import completion_text
 
@@ -123,7 +123,7 @@ class LeanCheckedReward:
         if tactic is None:
             self.stats.unparsable += 1
             return self.values["unparsable"]
-        if forbidden_in(tactic) is not None:  # never sent to Lean
+        if forbidden_in_proof(tactic) is not None:  # never sent to Lean
             self.stats.refused += 1
             return self.values["failed"]
         for attempt in range(2):
