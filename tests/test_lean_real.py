@@ -62,3 +62,48 @@ def test_trace_into_database(lean_project, tmp_path):
     report = db.trace_repository(path=project.root, build=False)
     assert report.counts.theorems_added == 2
     assert [t.full_name for t in db.get_sorry_theorems()] == ["open_one"]
+
+
+def test_the_audit_on_real_lean(server):
+    """leanloop's audited check as real Lean answers it: an earlier sorry does not count, the
+    axioms read at top level are in full, native code and sorry are refused."""
+    from leanloop.lean.audit import AuditedCode, Outcome, check_declaration
+    from leanloop.lean.axioms import AxiomPolicy
+
+    text = (
+        "theorem early : 1 = 2 := sorry\n\nnamespace N\nopen Classical\n\n"
+        "theorem t (p : Prop) : p ∨ ¬p := by\n  exact em p\n"
+    )
+    start = text.index("theorem t")
+    code = AuditedCode.around(text, start, len(text), "N.t", (("namespace", "N"),), "t")
+    judgement, _ = check_declaration(server, code, AxiomPolicy())
+    assert judgement.accepted, judgement.reason
+    assert "Classical.choice" in judgement.axioms  # in full, though Classical was open
+    for proof, why in (("native_decide", "allow_native"), ("sorry", "sorry")):
+        source = f"theorem n : 2 + 2 = 4 := by\n  {proof}\n"
+        audited = AuditedCode.around(source, 0, len(source), "n")
+        refused, _ = check_declaration(server, audited, AxiomPolicy())
+        assert refused.outcome in (Outcome.REFUSED, Outcome.SORRY) and why in refused.reason
+
+
+def test_a_sorry_filled_by_real_lean(lean_project, tmp_path):
+    """The write-back of the second sorry of a file, checked by real Lean and written."""
+    import shutil
+
+    from leanloop.agent.sorry_filling import SorryFiller
+    from leanloop.data.records import Pos, Theorem, TheoremStatus
+
+    project, lake, repl = lean_project
+    root = tmp_path / "copy"
+    shutil.copytree(project.root, root, ignore=shutil.ignore_patterns(".lake"))
+    (root / "Demo.lean").write_text(
+        "theorem first : 1 = 2 := sorry\n\ntheorem open_one : 1 + 1 = 2 := by\n  sorry\n"
+    )
+    theorem = Theorem(
+        url=str(root), commit="c", file_path="Demo.lean", full_name="open_one",
+        start=Pos(3, 1), end=Pos(4, 8), status=TheoremStatus.SORRY,
+    )  # fmt: skip
+    with ReplServer.launch(root, repl, lake=lake, timeout=120) as server:
+        result = SorryFiller(root, server).fill(theorem, ["decide"])
+    assert result.written, result.reason
+    assert (root / "Demo.lean").read_text().endswith(":= by\n  decide\n")
