@@ -3,7 +3,7 @@ for reports, and looked up so that a rerun skips the theorems it already finishe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -11,7 +11,7 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey, repository_identity
+from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey
 from leanloop.database.rows import key_digest, stream
 from leanloop.database.schema import proof_attempts
 
@@ -94,24 +94,29 @@ def iter_attempts(conn: Connection, run: str | None) -> Iterator[ProofAttempt]:
 class RunProgress:
     """What a run has finished, as its rerun sees it: ``finished`` holds (theorem key, commit,
     attempt) of every stored attempt that did not end in an error (errors are tried again);
-    ``solved`` holds (theorem key, commit) of the theorems an attempt found a proof of."""
+    ``solved`` holds (theorem key, commit) of the theorems an attempt found a proof of. The one
+    notion of "finished" every proving command uses."""
 
     finished: frozenset[tuple[TheoremKey, str, int]] = frozenset()
     solved: frozenset[tuple[TheoremKey, str]] = frozenset()
 
+    @classmethod
+    def of(cls, attempts: Iterable[ProofAttempt], *, retry_errors: bool = True) -> RunProgress:
+        """The progress the stored ``attempts`` of a run stand for."""
+        finished: set[tuple[TheoremKey, str, int]] = set()
+        solved: set[tuple[TheoremKey, str]] = set()
+        for attempt in attempts:
+            if attempt.status.found_proof:
+                solved.add((attempt.key, attempt.commit))
+            if retry_errors and attempt.status is AttemptStatus.ERROR:
+                continue
+            finished.add((attempt.key, attempt.commit, attempt.attempt))
+        return cls(frozenset(finished), frozenset(solved))
+
 
 def run_progress(conn: Connection, run: str, *, retry_errors: bool = True) -> RunProgress:
-    """The run's progress: the one notion of "finished" every proving command uses."""
-    finished: set[tuple[TheoremKey, str, int]] = set()
-    solved: set[tuple[TheoremKey, str]] = set()
-    for attempt in iter_attempts(conn, run):
-        key = TheoremKey(repository_identity(attempt.url), attempt.file_path, attempt.full_name)
-        if attempt.status.found_proof:
-            solved.add((key, attempt.commit))
-        if retry_errors and attempt.status is AttemptStatus.ERROR:
-            continue
-        finished.add((key, attempt.commit, attempt.attempt))
-    return RunProgress(frozenset(finished), frozenset(solved))
+    """The run's progress (see ``RunProgress``)."""
+    return RunProgress.of(iter_attempts(conn, run), retry_errors=retry_errors)
 
 
 def finished_attempts(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem, TheoremKey
+from leanloop.database.attempts import RunProgress
 from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.server import LeanServer
@@ -151,7 +152,7 @@ def run_proofs(
     maker, such as ``leanloop.lean.launch.ReplLauncher``) where it runs.
 
     Each attempt goes into ``database`` under ``run`` as soon as it ends (after ``hook``, for
-    a proof). What the run finished before — as ``database.run_progress(run)`` says: every
+    a proof). What the run finished before — as ``RunProgress`` reads its stored attempts: every
     attempt that did not end in an error — is skipped. With ``stop_at_first``, a theorem's
     attempts stop at the first that finds a proof (a solved theorem is skipped whole).
     ``progress(done, total)`` and ``on_result(attempt)`` are called as attempts end.
@@ -171,16 +172,15 @@ def run_proofs(
         raise LeanloopError(f"attempts={count}: make at least one attempt per theorem")
     theorems = _distinct(theorems)
     tasks = [_Task(t, a) for t in theorems for a in range(count)]
-    state = database.run_progress(run) if database is not None else None
-    finished = state.finished if state is not None else frozenset()
-    solved = set(state.solved) if state is not None and stop_at_first else set()
+    stored = database.get_attempts(run) if database is not None else []
+    state = RunProgress.of(stored)  # what the run finished: one read of its attempts
+    solved = set(state.solved) if stop_at_first else set()
     pending = [
         t
         for t in tasks
-        if t.key not in finished and (t.theorem.key, t.theorem.commit) not in solved
+        if t.key not in state.finished and (t.theorem.key, t.theorem.commit) not in solved
     ]
     result = ProofRun(run)
-    stored = database.get_attempts(run) if database is not None and state is not None else []
     wanted = {t.key for t in tasks}
     pending_keys = {t.key for t in pending}
     result.skipped = [a for a in stored if (a.key, a.commit, a.attempt) in wanted - pending_keys]
@@ -249,7 +249,7 @@ def run_proofs(
                     skip,
                 )
             finally:
-                if driver_pool is not None and not isinstance(servers, ServerPool):
+                if driver_pool is not None:  # made here: several workers refuse a pool
                     driver_pool.close()
     latest = {(a.key, a.commit, a.attempt): a for a in [*stored, *result.new]}
     result.attempts = [attempt for key, attempt in latest.items() if key in wanted]
