@@ -19,7 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from leanloop.agent.git_branch import BranchWorkspace
-from leanloop.agent.sorry_filling import FillStatus, SorryFiller, proof_body, splice
+from leanloop.agent.sorry_filling import (
+    FillStatus,
+    SorryFiller,
+    outside_span_problem,
+    proof_body,
+)
 from leanloop.data.records import Pos, Repository, Theorem, TheoremStatus
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
@@ -398,9 +403,15 @@ def test_proof_bodies_and_splices():
         "by\n    intro h\n    cases h with\n    | inl a => exact a\n    | inr b => exact b"
     )
     assert proof_body(["intro h", "exact h"], 0, "\r\n") == "by\r\n  intro h\r\n  exact h"
-    assert splice(b"abcdef", 2, 4, b"XYZ") == b"abXYZef"
-    with pytest.raises(LeanloopError, match="not inside the file"):
-        splice(b"abc", 2, 9, b"")
+    before = b"\xef\xbb\xbfa := sorry\r\nb\r\n"
+    assert outside_span_problem(before, before.replace(b"sorry", b"rfl"), 8, 13) == ""
+    # what a rewrite of the whole file would do: line endings or the mark changed
+    assert "after the proof" in outside_span_problem(
+        before, before.replace(b"sorry", b"rfl").replace(b"\r\n", b"\n"), 8, 13
+    )
+    assert outside_span_problem(before, before[3:].replace(b"sorry", b"rfl"), 8, 13) == (
+        "byte 0, before the proof, would change"
+    )
 
 
 # -- the invariant, over generated files -----------------------------------------------------------

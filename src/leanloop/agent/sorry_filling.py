@@ -33,6 +33,7 @@ from leanloop.lean.scanner import (
     NEVER_IN_PROOFS,
     OPENING_BRACKETS,
     Declaration,
+    SourceScan,
     scan,
 )
 from leanloop.lean.screen import forbidden_in_proof
@@ -109,16 +110,17 @@ def proof_body(proof: str | Sequence[str], column: int = 0, newline: str = "\n")
     return text.replace("\n", newline) if newline != "\n" else text
 
 
-def splice(original: bytes, start: int, end: int, replacement: bytes) -> bytes:
-    """``original`` with bytes ``[start, end)`` replaced, checked byte for byte: everything
-    outside the span is exactly as it was (``LeanloopError`` otherwise)."""
-    if not 0 <= start <= end <= len(original):
-        raise LeanloopError(f"the span {start}..{end} is not inside the file")
-    new = original[:start] + replacement + original[end:]
-    tail = len(original) - end
-    if new[:start] != original[:start] or new[len(new) - tail :] != original[end:]:
-        raise LeanloopError("the edit would change the file outside the proof; not written")
-    return new
+def outside_span_problem(before: bytes, after: bytes, start: int, end: int) -> str:
+    """Why ``after`` is not ``before`` with only bytes ``[start, end)`` replaced ('' when it
+    is): the first byte outside that span that would change, line endings and a byte order
+    mark included."""
+    tail = len(before) - end
+    if after[:start] != before[:start]:
+        first = next(i for i, (a, b) in enumerate(zip(after, before, strict=False)) if a != b)
+        return f"byte {first}, before the proof, would change"
+    if len(after) < start + tail or after[len(after) - tail :] != before[end:]:
+        return "the bytes after the proof would change"
+    return ""
 
 
 def span_problem(span: str) -> str:
@@ -163,10 +165,11 @@ def _for_lean(text: str) -> str:
     return text.removeprefix(_BOM).replace("\r\n", "\n")
 
 
-def find_declaration(source: str, theorem: Theorem) -> Declaration | None:
-    """The theorem's declaration in ``source``: by full name, the one nearest its recorded
-    line when there are several."""
-    found = [d for d in scan(source).declarations if d.full_name == theorem.full_name]
+def find_declaration(source: str | SourceScan, theorem: Theorem) -> Declaration | None:
+    """The theorem's declaration in ``source`` (text, or its scan): by full name, the one
+    nearest its recorded line when there are several."""
+    scanned = scan(source) if isinstance(source, str) else source
+    found = [d for d in scanned.declarations if d.full_name == theorem.full_name]
     if not found:
         return None
     return min(found, key=lambda d: abs(d.start.line - theorem.start.line))
@@ -279,7 +282,8 @@ class SorryFiller:
         self, theorem: Theorem, proof: str | Sequence[str], before: bytes, source: str
     ) -> _Edit | FillResult:
         """The edit that puts ``proof`` in place of the theorem's proof, or why there is none."""
-        declaration = find_declaration(source, theorem)
+        scanned = scan(source)
+        declaration = find_declaration(scanned, theorem)
         if declaration is None:
             return self._result(
                 theorem, FillStatus.NOT_FOUND, "", "the declaration is no longer in the file"
@@ -312,14 +316,14 @@ class SorryFiller:
             return self._result(theorem, FillStatus.REFUSED, body, f"refused: {refusal.reason}")
         replacement = ":= " + body
         after_text = source[:start] + replacement + source[end:]
-        after = splice(
-            before,
-            len(source[:start].encode("utf-8")),
-            len(source[:end].encode("utf-8")),
-            replacement.encode("utf-8"),
+        after = after_text.encode("utf-8")  # what would be written, checked against the file
+        problem = outside_span_problem(
+            before, after, len(source[:start].encode("utf-8")), len(source[:end].encode("utf-8"))
         )
-        if after != after_text.encode("utf-8"):
-            raise LeanloopError(f"{theorem.file_path}: the edit is not the planned one")
+        if problem:
+            return self._result(
+                theorem, FillStatus.UNSAFE, body, f"{problem}; nothing was replaced"
+            )
         # the declaration as Lean sees it: its context lines and attributes to its last clause
         first = (declaration.context_start or declaration.code_start).offset
         last = declaration.end.offset + len(replacement) - (end - start)
@@ -329,7 +333,7 @@ class SorryFiller:
             len(_for_lean(after_text[:first])),
             len(_for_lean(after_text[:last])),
             theorem.full_name,
-            scan(checked).open_scopes,
+            scanned.open_scopes,  # only the proof changed: the scopes are the file's
             declared_name(theorem.full_name, declaration.name, declaration.modifiers),
         )
         return _Edit(before, after, body, audited)
