@@ -226,9 +226,9 @@ class SorryReport(BaseModel):
 class SorryWriter:
     """The hook of a sorry-proving run: writes each proof Lean accepted into its file with
     ``SorryFiller`` (in the driver, one proof at a time) and returns the attempt as the
-    write-back ended; keeps each ``FillResult`` for the report. On a branch, the files are
-    filled and checked in the branch's worktree, on Lean servers made there by
-    ``worktree_servers``."""
+    write-back ended; keeps each ``FillResult`` (by theorem and attempt) for the report. On a
+    branch, the files are filled and checked in the branch's worktree, on Lean servers made
+    there by ``worktree_servers``."""
 
     def __init__(
         self,
@@ -268,7 +268,7 @@ class SorryWriter:
             policy=self.config.axiom_policy,
         )
         fill = filler.fill(theorem, list(attempt.proof or ()))
-        self.results[(theorem.key, theorem.commit)] = fill
+        self.results[(theorem.key, theorem.commit, attempt.attempt)] = fill
         update: dict = {
             "status": fill.status.attempt_status,
             "axioms": fill.axioms if fill.axioms is not None else attempt.axioms,
@@ -389,7 +389,8 @@ def prove_sorries(
         if key in skipped and key not in made_now:
             report.rows.append(_skipped_row(theorem, attempt, mode))
         else:
-            report.rows.append(_row(theorem, attempt, fills.get(key), mode))
+            fill = fills.get((*key, attempt.attempt))  # the write-back of this very attempt
+            report.rows.append(_row(theorem, attempt, fill, mode))
     report.seconds = time.perf_counter() - started
     return report
 
