@@ -308,3 +308,18 @@ def is_unterminated(token: Token) -> bool:
         opener = 2 if token.kind is Kind.COMMENT else 3
         return _block_comment_end(text, opener, depth=1) != len(text) or not text.endswith("-/")
     return False
+
+
+def hash_word(tokens: list[Token], index: int) -> str | None:
+    """The word spelt right after the ``#`` at ``tokens[index]`` (``#check`` -> ``check``), or
+    None when that token is not such a ``#``."""
+    token = tokens[index]
+    following = tokens[index + 1] if index + 1 < len(tokens) else None
+    if (
+        token.text != "#"
+        or following is None
+        or following.kind is not Kind.IDENT
+        or following.start != token.end
+    ):
+        return None
+    return following.text

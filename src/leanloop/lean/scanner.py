@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from leanloop.lean.lexer import Kind, Token, normalize_name, split_name, tokenize
+from leanloop.lean.lexer import Kind, Token, hash_word, normalize_name, split_name, tokenize
 
 DECLARATION_KEYWORDS = frozenset(
     {
@@ -524,12 +524,7 @@ class _Scanner:
 
     def _hash_command(self, j: int) -> bool:
         """Whether the ``#`` at token ``j`` spells a command (``#check``, ``#eval``, ...)."""
-        following = self.tokens[j + 1] if j + 1 < len(self.tokens) else None
-        return (
-            following is not None
-            and following.start == self.tokens[j].end
-            and following.text in HASH_COMMANDS
-        )
+        return hash_word(self.tokens, j) in HASH_COMMANDS
 
     def _line_has_in(self, j: int) -> bool:
         for k in range(j + 1, len(self.tokens)):

@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from leanloop.lean.axioms import name_parts
-from leanloop.lean.lexer import Kind, Token, interpolation_holes, is_unterminated, tokenize
+from leanloop.lean.lexer import (
+    Kind,
+    Token,
+    hash_word,
+    interpolation_holes,
+    is_unterminated,
+    tokenize,
+)
 from leanloop.lean.scanner import (
     DECLARATION_KEYWORDS,
     MODIFIERS,
@@ -249,20 +256,14 @@ def forbidden_in_proof(text: str) -> Refusal | None:
         if token.kind is Kind.SYMBOL and token.text in _CLOSING:
             depth = max(0, depth - 1)
             continue
-        following = tokens[index + 1] if index + 1 < len(tokens) else None
         word = None
+        hashed = hash_word(tokens, index)
         if depth == 0 and token.kind is Kind.IDENT and token.text in COMMAND_WORDS:
             word = token.text
         elif depth == 0 and token.text in ("open", "set_option") and not _in_follows(tokens, index):
             word = f"{token.text} without 'in'"
-        elif (
-            token.text == "#"
-            and following is not None
-            and following.kind is Kind.IDENT
-            and following.start == token.end
-            and following.text in SCANNER_HASH_COMMANDS
-        ):
-            word = f"#{following.text}"
+        elif hashed in SCANNER_HASH_COMMANDS:
+            word = f"#{hashed}"
         if word is not None:
             return Refusal(
                 RefusalCode.COMMAND,
@@ -348,15 +349,9 @@ def _forbidden(tokens: Sequence[Token]) -> Refusal | None:
             if token.text == "@[":
                 for name_token in _attribute_names(tokens, index):
                     _check_attribute(name_token, refuse)
-            elif (
-                token.text == "#"
-                and following is not None
-                and following.kind is Kind.IDENT
-                and following.start == token.end
-                and following.text in HASH_COMMANDS
-            ):
-                command = f"#{following.text}"
-                refuse(RefusalCode.METAPROGRAM, token, f"{command} {HASH_COMMANDS[following.text]}")
+            elif hash_word(tokens, index) in HASH_COMMANDS:
+                hashed = hash_word(tokens, index)
+                refuse(RefusalCode.METAPROGRAM, token, f"#{hashed} {HASH_COMMANDS[hashed]}")
     for code in _PRIORITY:
         if code in found:
             return found[code]
