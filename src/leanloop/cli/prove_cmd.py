@@ -301,13 +301,16 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
     err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
 
 
-def lean_launcher(root: str | Path, settings: ProverConfig):
+def lean_launcher(root: str | Path | None, settings: ProverConfig):
     """The Lean REPLs of a project, after checking that Lean is there (a machine without Lean
-    hears that first, in one line)."""
+    hears that first, in one line); with no project, only that check."""
     from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
     from leanloop.lean.launch import ReplLauncher
+    from leanloop.lean.toolchain import require
 
     try:
+        if root is None:
+            return require(None)
         return ReplLauncher.for_project(root, timeout=settings.tactic_timeout)
     except (ToolchainNotFound, ServerNotFound) as exc:
         raise LeanloopError(
@@ -343,17 +346,8 @@ def _replay_servers(dataset_dir: Path):
 
 def _lean_servers(project: str | None, request: ProveRequest):
     """Lean REPLs in the project the dataset was traced from (Lean checked first)."""
-    from leanloop.lean.toolchain import require
-
     if project is None:
-        try:
-            require(None)
-        except LeanloopError as exc:
-            raise LeanloopError(
-                f"proving needs Lean, which is not installed here ({exc.message})",
-                hint="install it (see 'leanloop doctor'), or use --replay to replay the "
-                "recorded proofs without Lean",
-            ) from None
+        lean_launcher(None, request.settings)  # says first when Lean itself is missing
         raise LeanloopError(
             "proving with Lean needs --project DIR",
             hint="the Lean project the dataset was traced from, at its commit, built",

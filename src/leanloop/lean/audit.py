@@ -9,14 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING
 
+from leanloop.lean.axioms import AxiomAudit, AxiomPolicy, find_axiom_report, same_name
 from leanloop.lean.lexer import escape_name, split_name
 from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
 from leanloop.lean.verdict import is_sorry_warning
-
-if TYPE_CHECKING:
-    from leanloop.lean.axioms import AxiomPolicy
 
 
 def closing_commands(scopes: Sequence[tuple[str, str]]) -> list[str]:
@@ -126,8 +123,6 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
     after it (in the code that follows, or in leanloop's own audit lines) rejects it; an audit
     answer that is missing, repeated or about another constant refuses it. Where the answer
     carries no proof status, nothing is assumed: the audit decides."""
-    from leanloop.lean.axioms import AxiomAudit, find_axiom_report, same_name
-
     errors = [m for m in result.messages if m.severity == "error"]
     own = [m for m in errors if audited.inside(m.line)]
     if own:

@@ -7,17 +7,16 @@ from __future__ import annotations
 import textwrap
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import AttemptStatus
+from leanloop.lean.audit import Outcome, check_declaration
+from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
+from leanloop.lean.screen import forbidden_in_proof, screen_candidate
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.prover.result import SearchResult
 from leanloop.prover.target import Target
-
-if TYPE_CHECKING:
-    from leanloop.lean.axioms import AxiomPolicy
 
 WHOLE_PROOF_SYSTEM_PROMPT = (
     "You are an expert in the Lean 4 theorem prover. You are given a theorem whose statement "
@@ -73,10 +72,6 @@ def check_whole_proofs(
     none was accepted and at least one was refused; ``failed`` when none was accepted
     otherwise; ``timeout`` when ``timeout`` seconds pass first; ``error`` when the server fails
     or the code around the theorem does not elaborate."""
-    from leanloop.lean.audit import Outcome, check_declaration
-    from leanloop.lean.axioms import AxiomPolicy
-    from leanloop.lean.screen import forbidden_in_proof, screen_candidate
-
     policy = policy or AxiomPolicy()
     started = time.perf_counter()
     lean_seconds = 0.0
