@@ -138,15 +138,19 @@ def test_attempts_stop_at_the_first_proof_when_asked(tmp_path):
     root, theorems = toy_project(tmp_path, ["a", "c"])
     database = DynamicDatabase(tmp_path / "stop.db")
     toy = Toy(provable={"a"})
-    outcome = run_proofs(
-        theorems,
-        prover(num_attempts=3),
-        lambda: toy,
-        project_root=root,
-        database=database,
-        run="s",
-        stop_at_first=True,
-    )
+
+    def stopping():
+        return run_proofs(
+            theorems,
+            prover(num_attempts=3),
+            lambda: toy,
+            project_root=root,
+            database=database,
+            run="s",
+            stop_at_first=True,
+        )
+
+    outcome = stopping()
     made = sorted((a.full_name, a.attempt) for a in outcome.new)
     assert made == [("a", 0), ("c", 0), ("c", 1), ("c", 2)]
     every = run_proofs(theorems, prover(num_attempts=3), lambda: toy, project_root=root)
@@ -159,15 +163,7 @@ def test_attempts_stop_at_the_first_proof_when_asked(tmp_path):
         ("c", 2),
     ]
     # a rerun of the stopping run finds the solved theorem finished as a whole
-    rerun = run_proofs(
-        theorems,
-        prover(num_attempts=3),
-        lambda: toy,
-        project_root=root,
-        database=database,
-        run="s",
-        stop_at_first=True,
-    )
+    rerun = stopping()
     assert rerun.new == [] and len(rerun.skipped) == 4
 
 

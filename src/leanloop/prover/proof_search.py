@@ -147,9 +147,7 @@ class _Search:
             seconds=time.perf_counter() - started,
             lean_seconds=self.lean_seconds,
             model_seconds=self.model_seconds,
-            axioms=tuple(outcome.axioms)
-            if outcome.status.found_proof and outcome.axioms is not None
-            else None,
+            axioms=outcome.axioms,  # set by an accepted proof only
         )
 
     def _loop(self) -> None:
