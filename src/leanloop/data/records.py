@@ -243,14 +243,17 @@ class AttemptStatus(StrEnum):
     space was exhausted. ``refused``: a proof was found (or offered) but leanloop's soundness
     policy refused it (an axiom outside the allow-list, ``sorryAx``, a screened construct such as
     a declared ``axiom`` or a changed statement), with the reason; nothing else was accepted.
-    ``timeout``, ``budget``: the time or the expansion budget ran out. ``error``: the attempt
-    could not go on (a server or generator failure), with the reason.
+    ``changed``: a benchmark's candidate proof restated the theorem with another statement
+    (models do this); refused without asking Lean. ``timeout``, ``budget``: the time or the
+    expansion budget ran out. ``error``: the attempt could not go on (a server or generator
+    failure), with the reason.
     """
 
     PROVED = "proved"
     REPLAYED = "replayed"
     FAILED = "failed"
     REFUSED = "refused"
+    CHANGED = "changed"
     TIMEOUT = "timeout"
     BUDGET = "budget"
     ERROR = "error"
@@ -281,10 +284,14 @@ class ProofAttempt(_Record):
     axioms: tuple[str, ...] | None = Field(
         None, description="The axioms Lean's audit reported the proof depends on."
     )
-    environment: Literal["lean", "replay"] | None = Field(
+    environment: Literal["lean", "replay", "recorded"] | None = Field(
         None,
-        description="Where it ran: 'lean' (a Lean server) or 'replay' (recorded steps, no "
-        "Lean); None for attempts stored before leanloop recorded it.",
+        description="Where it ran: 'lean' (a Lean server checked it now), 'replay' (recorded "
+        "steps, no Lean) or 'recorded' (a verdict Lean gave earlier on the same code); None for "
+        "attempts stored before leanloop recorded it.",
+    )
+    tokens: int | None = Field(
+        None, ge=0, description="Tokens the model generated for it (when the model says)."
     )
 
     @property

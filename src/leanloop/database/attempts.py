@@ -54,6 +54,7 @@ def record_attempt(conn: Connection, attempt: ProofAttempt) -> None:
             finished_at=datetime.now(UTC),
             axioms=None if attempt.axioms is None else orjson.dumps(list(attempt.axioms)).decode(),
             environment=attempt.environment,
+            tokens=attempt.tokens,
         )
     )
 
@@ -87,6 +88,7 @@ def iter_attempts(conn: Connection, run: str | None) -> Iterator[ProofAttempt]:
             error=row.error,
             axioms=None if axioms is None else tuple(orjson.loads(axioms)),
             environment=getattr(row, "environment", None),
+            tokens=getattr(row, "tokens", None),
         )
 
 

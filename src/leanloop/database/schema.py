@@ -19,7 +19,7 @@ from sqlalchemy import (
 #: Bumped whenever the tables change. A newer database is refused; an older one is read as it
 #: is and upgraded by its next write when the change only adds tables (``ADDED_IN``) or
 #: nullable columns (``COLUMNS_ADDED_IN``).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 metadata = MetaData()
 
@@ -167,7 +167,8 @@ proof_attempts = Table(
     Column("error", Text),
     Column("finished_at", DateTime(timezone=True), nullable=False),
     Column("axioms", Text),  # JSON list of the axioms Lean's audit reported (version 3)
-    Column("environment", String(8)),  # lean | replay (version 3)
+    Column("environment", String(8)),  # lean | replay | recorded (version 3)
+    Column("tokens", Integer),  # tokens generated, when known (version 4)
     UniqueConstraint("run", "theorem_key", "commit", "attempt", name="uq_attempt"),
 )
 
@@ -176,4 +177,7 @@ LEANLOOP_TABLES = frozenset(metadata.tables)
 ADDED_IN = {2: (proof_attempts,)}
 #: The nullable columns each schema version added to an existing table (added by the next write
 #: of an older database; readers of an older one see None there).
-COLUMNS_ADDED_IN = {3: ((proof_attempts, ("axioms", "environment")),)}
+COLUMNS_ADDED_IN = {
+    3: ((proof_attempts, ("axioms", "environment")),),
+    4: ((proof_attempts, ("tokens",)),),
+}

@@ -81,6 +81,20 @@ class AuditedCode:
         own = {name_line, *range(audit_line - len(tail) + 1, audit_line + 1)}
         return cls(code, name, first_line, last_line, name_line, audit_line, frozenset(own))
 
+    @classmethod
+    def unaudited(cls, text: str, start: int, end: int, name: str) -> AuditedCode:
+        """``text`` as it is, its declaration ``name`` spanning ``[start, end)``, with no audit
+        added: for a verdict recorded on that exact text, which no audit line can be added to
+        (the judgement says the axioms were not audited)."""
+        first_line = text.count("\n", 0, start) + 1
+        last_line = first_line + text.count("\n", start, max(start, end - 1))
+        return cls(text, name, first_line, last_line, 0, 0, frozenset())
+
+    @property
+    def audits(self) -> bool:
+        """Whether the code carries leanloop's ``#print axioms`` lines."""
+        return self.audit_line > 0
+
     def inside(self, line: int | None) -> bool:
         """Whether a message at ``line`` belongs to the declaration (no line: assume so)."""
         return line is None or self.first_line <= line <= self.last_line
@@ -104,6 +118,8 @@ class Judgement:
     outcome: Outcome
     reason: str = ""
     axioms: tuple[str, ...] = ()
+    #: False when Lean's answer carried no audit (a recorded verdict): the axioms are unknown
+    audited: bool = True
 
     @property
     def accepted(self) -> bool:
@@ -122,7 +138,9 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
     count. An error before it means the code around it does not elaborate (``broken``); an error
     after it (in the code that follows, or in leanloop's own audit lines) rejects it; an audit
     answer that is missing, repeated or about another constant refuses it. Where the answer
-    carries no proof status, nothing is assumed: the audit decides."""
+    carries no proof status, nothing is assumed: the audit decides. Code without audit lines
+    (``AuditedCode.unaudited``) is judged by its located messages alone, and the judgement says
+    that its axioms were not audited."""
     errors = [m for m in result.messages if m.severity == "error"]
     own = [m for m in errors if audited.inside(m.line)]
     if own:
@@ -152,6 +170,8 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
     sorry_left = any(audited.inside(line) for line in result.sorry_lines)
     if sorry_warned or sorry_left:
         return Judgement(Outcome.SORRY, "Lean accepted it only thanks to a sorry in it")
+    if not audited.audits:
+        return Judgement(Outcome.ACCEPTED, "", (), audited=False)
     made = find_axiom_report(result.messages, line=audited.name_line)
     if made is None or not same_name(made.name, audited.name):
         found = f"Lean named it {made.name}" if made is not None else "Lean did not name it"

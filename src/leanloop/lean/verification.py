@@ -1,0 +1,231 @@
+"""Checking whole pieces of Lean code at scale, behind one interface (``Verifier``): leanloop's
+pool of REPLs (``PoolVerifier``, imports elaborated once per REPL), a Kimina Lean Server
+(``leanloop.lean.kimina.KiminaVerifier``), or verdicts Lean gave earlier (``RecordedVerifier``,
+which answers only code it has a recorded verdict for). Each answer says where it comes from:
+Lean now, or a recorded verdict."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.lean.errors import LeanRequestError, RequestTimeout, ServerError
+from leanloop.lean.pool import ServerPool
+from leanloop.lean.repl import split_header
+from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
+
+#: Where a verdict comes from: Lean checked the code now, or Lean's verdict was recorded earlier.
+Source = Literal["lean", "recorded"]
+
+
+@dataclass(frozen=True)
+class Verification:
+    """Lean's answer on one piece of code (``result``), or why there is none (``error``: a
+    timeout, a crash, imports that do not elaborate, no recorded verdict), the seconds the check
+    took, and where the answer comes from (``source``)."""
+
+    result: CheckResult | None
+    error: str | None
+    seconds: float
+    source: Source
+    timed_out: bool = False  # the check ran out of time (the code's fault, not the verifier's)
+
+    @classmethod
+    def failed(
+        cls, error: str, seconds: float, source: Source, *, timed_out: bool = False
+    ) -> Verification:
+        return cls(None, error, seconds, source, timed_out)
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Checks whole pieces of Lean code. ``live`` says whether Lean runs on each code now (so
+    code leanloop adds, such as its axiom audit, is checked too); a recorded verifier is not
+    live."""
+
+    live: bool
+    source: Source
+
+    def check_batch(self, codes: Sequence[str], timeout: float) -> list[Verification]:
+        """Lean's answer on each code, in order; ``timeout`` bounds each check in seconds."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class PoolVerifier:
+    """Checks code on a pool of up to ``max_servers`` Lean servers made by ``factory`` (e.g. a
+    ``ReplLauncher``), keyed by the code's imports: a REPL elaborates ``import Mathlib`` once
+    and is reused for every code with the same imports. Thread-safe: several threads may check
+    at once (one server each)."""
+
+    live = True
+    source: Source = "lean"
+
+    def __init__(
+        self,
+        factory: Any,
+        *,
+        max_servers: int = 2,
+        max_uses: int = 1000,
+    ) -> None:
+        self.pool: ServerPool[LeanServer] = ServerPool(
+            factory, max_uses=max_uses, max_servers=max_servers
+        )
+
+    def check(self, code: str, timeout: float) -> Verification:
+        started = time.monotonic()
+        header, _, _ = split_header(code)
+        try:
+            with self.pool.lease(header) as server:
+                # the imports under the server's own limit (timing them out would lose them)
+                environment = getattr(server, "environment", None)
+                if environment is not None:
+                    environment(header)
+                with time_limit(server, timeout):
+                    result = server.check(code)
+        except (LeanRequestError, ServerError) as exc:
+            timed_out = isinstance(exc, RequestTimeout)
+            return Verification.failed(
+                exc.message, time.monotonic() - started, "lean", timed_out=timed_out
+            )
+        return Verification(result, None, time.monotonic() - started, "lean")
+
+    def check_batch(self, codes: Sequence[str], timeout: float) -> list[Verification]:
+        return [self.check(code, timeout) for code in codes]
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+@contextlib.contextmanager
+def time_limit(server: Any, seconds: float) -> Iterator[None]:
+    """Lower the time a REPL process may take per command to ``seconds`` while it is leased."""
+    transport = getattr(getattr(server, "client", None), "transport", None)
+    if transport is None or not isinstance(getattr(transport, "timeout", None), int | float):
+        yield
+        return
+    configured = transport.timeout
+    transport.timeout = min(configured, seconds)
+    try:
+        yield
+    finally:
+        transport.timeout = configured
+
+
+# -- Kimina Lean Server's answer shape (also the recorded verdicts' format) ----------------------
+
+
+def check_result_of(response: Mapping[str, Any]) -> CheckResult:
+    """A ``CheckResult`` of the REPL response in a Kimina Lean Server answer (``messages`` with
+    ``severity``, ``pos``, ``endPos`` and ``data``; ``sorries`` with ``pos``); ``ValueError``
+    when it has another shape."""
+    if not isinstance(response, Mapping):
+        raise ValueError("the response is not an object")
+    messages = []
+    for index, message in enumerate(response.get("messages") or ()):
+        try:
+            pos = message.get("pos") or {}
+            end = message.get("endPos") or {}
+            severity = message["severity"]
+            messages.append(
+                LeanMessage(
+                    severity="info" if severity == "information" else str(severity),
+                    text=str(message["data"]),
+                    line=pos.get("line"),
+                    column=pos.get("column"),
+                    end_line=end.get("line"),
+                    end_column=end.get("column"),
+                )
+            )
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise ValueError(f"messages[{index}] lacks {exc}") from None
+    goals, lines = [], []
+    for index, sorry in enumerate(response.get("sorries") or ()):
+        if not isinstance(sorry, Mapping):
+            raise ValueError(f"sorries[{index}] is not an object")
+        goals.append(str(sorry.get("goal", "")))
+        lines.append((sorry.get("pos") or {}).get("line"))
+    return CheckResult.from_messages(messages, goals, lines)
+
+
+def verification_of(result: Mapping[str, Any], seconds: float, source: Source) -> Verification:
+    """A ``Verification`` of one item of a Kimina answer's ``results`` (``error`` set when the
+    check itself failed, else ``response``); ``ValueError`` when it has another shape."""
+    if not isinstance(result, Mapping):
+        raise ValueError("the result is not an object")
+    error = result.get("error")
+    if error:  # Kimina says "Lean process timed out" when the check ran out of time
+        timed_out = "timed out" in str(error).lower()
+        return Verification.failed(str(error), seconds, source, timed_out=timed_out)
+    response = result.get("response")
+    if response is None:
+        raise ValueError("the result has neither 'error' nor 'response'")
+    return Verification(check_result_of(response), None, seconds, source)
+
+
+class RecordedVerifier:
+    """Lean's verdicts recorded earlier, one JSON object a line (``code``, the whole code that
+    was checked, and ``result``, the Kimina Lean Server's answer on it): answers only code whose
+    exact text has a recorded verdict and refuses anything else. Its answers are recorded
+    verdicts, never checks made now (``live`` is False: nothing leanloop adds is checked)."""
+
+    live = False
+    source: Source = "recorded"
+
+    def __init__(self, path: str | Path) -> None:
+        import orjson
+
+        self.path = Path(path)
+        self._verdicts: dict[str, Verification] = {}
+        try:
+            lines = self.path.read_bytes().splitlines()
+        except OSError as exc:
+            raise LeanloopError(f"{self.path}: cannot read the recorded verdicts ({exc})") from None
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise DataFormatError(self.path, f"not JSON ({exc})", line=number) from None
+            if not isinstance(row, dict) or not isinstance(row.get("code"), str):
+                raise DataFormatError(
+                    self.path, "expected an object with the checked 'code'", line=number
+                )
+            try:
+                (item,) = row["result"]["results"]
+                seconds = float((item.get("response") or {}).get("time") or 0.0)
+                self._verdicts[row["code"]] = verification_of(item, seconds, "recorded")
+            except (KeyError, TypeError, ValueError) as exc:
+                raise DataFormatError(
+                    self.path,
+                    f"expected 'result' to hold one result with Lean's response ({exc})",
+                    line=number,
+                    field="result",
+                ) from None
+
+    def __len__(self) -> int:
+        return len(self._verdicts)
+
+    def check(self, code: str, timeout: float = 0.0) -> Verification:
+        verdict = self._verdicts.get(code)
+        if verdict is None:
+            return Verification.failed(
+                f"no verdict is recorded for this code in {self.path.name} (a recorded "
+                "verifier answers only the exact code Lean checked)",
+                0.0,
+                "recorded",
+            )
+        return verdict
+
+    def check_batch(self, codes: Sequence[str], timeout: float = 0.0) -> list[Verification]:
+        return [self.check(code, timeout) for code in codes]
+
+    def close(self) -> None:
+        pass

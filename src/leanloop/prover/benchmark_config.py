@@ -1,0 +1,134 @@
+"""The configuration of a benchmark evaluation (``BenchmarkConfig``): how many whole proofs per
+statement, how they are asked for (``ProofPrompt``: prompt formats as data, chat or completion,
+and how the proof is taken from the answer), how they are verified and what counts."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from leanloop.data.benchmark import BenchmarkProblem
+from leanloop.lean.axioms import STANDARD_AXIOMS, AxiomPolicy
+
+_FENCED = re.compile(r"```[ \t]*(lean4|lean)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FIELDS = ("header", "informal_prefix", "formal_statement", "name", "goal")
+
+
+class ProofPrompt(BaseModel):
+    """How a whole-proof model is asked for a proof of a benchmark problem, and how the proof is
+    read from its answer. ``template`` is filled with the problem's ``{header}``,
+    ``{informal_prefix}``, ``{formal_statement}``, ``{name}`` and ``{goal}``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    style: Literal["chat", "completion"] = Field(
+        "completion",
+        description="chat: the template is the user's message (after 'system'); completion: "
+        "the template is the text the model continues.",
+    )
+    system: str | None = Field(None, description="The system message of a chat prompt.")
+    template: str = Field(
+        "Complete the following Lean 4 code:\n\n```lean4\n{header}{informal_prefix}"
+        "{formal_statement}",
+        description="The prompt, with the problem's fields in braces.",
+    )
+    extract: Literal["fenced", "completion"] = Field(
+        "completion",
+        description="fenced: the proof is the last ```lean4 (or ```lean) block of the answer; "
+        "completion: the answer continues the prompt, up to a closing ``` if there is one.",
+    )
+
+    @field_validator("template")
+    @classmethod
+    def _known_fields(cls, template: str) -> str:
+        for name in re.findall(r"(?<!\{)\{(\w*)\}(?!\})", template):
+            if name not in _FIELDS:
+                raise ValueError(
+                    f"unknown field {{{name}}} in the template (known: "
+                    + ", ".join("{" + f + "}" for f in _FIELDS)
+                    + ")"
+                )
+        return template
+
+    def text(self, problem: BenchmarkProblem) -> str:
+        """The template filled with ``problem``."""
+        values = {
+            "header": problem.header,
+            "informal_prefix": problem.informal_prefix,
+            "formal_statement": problem.formal_statement,
+            "name": problem.name,
+            "goal": problem.goal or "",
+        }
+        return self.template.format(**values)
+
+    def messages(self, problem: BenchmarkProblem) -> list[dict[str, str]]:
+        """The chat messages of a chat prompt."""
+        messages = [{"role": "system", "content": self.system}] if self.system else []
+        return [*messages, {"role": "user", "content": self.text(problem)}]
+
+    def candidate(self, answer: str) -> str | None:
+        """The candidate proof in a model's ``answer``: the last fenced Lean block, or the
+        completion itself up to a closing fence; None when a fenced answer holds no block."""
+        if self.extract == "fenced":
+            blocks = _FENCED.findall(answer)
+            return blocks[-1][1] if blocks else None
+        end = answer.find("```")
+        return answer if end < 0 else answer[:end]
+
+
+#: Prompt formats by name: ``complete`` (DeepSeek-Prover's "complete the following Lean 4 code",
+#: continued by the model) and ``chat`` (the same code in a chat message; the answer's last
+#: ``lean4`` block, as Kimina-Prover and Goedel-Prover answer, is the whole file).
+PROMPTS: dict[str, ProofPrompt] = {
+    "complete": ProofPrompt(),
+    "chat": ProofPrompt(
+        style="chat",
+        system="You are an expert in the Lean 4 theorem prover and Mathlib.",
+        template="Complete the following Lean 4 code. Reply with the whole code, with the "
+        "proof, in one ```lean4 block.\n\n```lean4\n{header}{informal_prefix}{formal_statement}"
+        "\n```",
+        extract="fenced",
+    ),
+}
+
+
+class BenchmarkConfig(BaseModel):
+    """A benchmark evaluation: ``samples`` whole proofs per statement, asked for in batches of
+    ``batch_size``, checked by ``workers`` verification workers fed through a queue of at most
+    ``queue_size`` candidates (generation waits when it is full)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    samples: int = Field(
+        1, ge=1, description="Whole proofs sampled per statement (the n of pass@k)."
+    )
+    batch_size: int = Field(4, ge=1, description="Samples asked of the model at once.")
+    stop_at_first: bool = Field(
+        False,
+        description="Stop sampling a statement at its first verified proof (saves budget; "
+        "only pass@n is reported then).",
+    )
+    prompt: ProofPrompt = Field(default_factory=ProofPrompt, description="The prompt format.")
+    workers: int = Field(4, ge=1, description="Verification workers (REPLs of the pool).")
+    verify_batch: int = Field(
+        1, ge=1, description="Candidates a worker sends the verifier at once (Kimina: batches)."
+    )
+    queue_size: int = Field(
+        32, ge=1, description="Candidates waiting for verification at most (back-pressure)."
+    )
+    timeout: float = Field(300.0, gt=0, description="Seconds per Lean check.")
+    max_tokens: int = Field(2048, ge=1, description="Tokens per sampled proof at most.")
+    temperature: float = Field(1.0, ge=0, description="Sampling temperature.")
+    allowed_axioms: tuple[str, ...] = Field(
+        tuple(sorted(STANDARD_AXIOMS)),
+        description="Axioms a proof may depend on (sorryAx never).",
+    )
+    allow_native: bool = Field(
+        False, description="Accept proofs by native code (native_decide, bv_decide)."
+    )
+
+    @property
+    def axiom_policy(self) -> AxiomPolicy:
+        return AxiomPolicy(allowed=frozenset(self.allowed_axioms), allow_native=self.allow_native)

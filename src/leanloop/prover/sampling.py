@@ -1,0 +1,427 @@
+"""Whole-proof sampling over a benchmark, the way prover papers measure pass@k: ``samples`` answers
+per statement from a ``Sampler``, each read into a proof of the statement as given (a changed
+statement is refused), screened, and checked by a ``Verifier`` under leanloop's soundness policy.
+Generation and verification overlap: the sampler fills a bounded queue (it waits when the queue
+is full) that ``workers`` verification threads empty. Every sample is stored as an attempt of the
+run as it finishes, by the driver alone; a rerun makes only the samples the run lacks."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from leanloop.data.benchmark import BenchmarkFile, BenchmarkProblem
+from leanloop.data.records import AttemptStatus, ProofAttempt
+from leanloop.database.attempts import RunProgress
+from leanloop.lean.audit import AuditedCode, Outcome, judge
+from leanloop.lean.lexer import Kind, tokenize
+from leanloop.lean.scanner import scan
+from leanloop.lean.screen import RefusalCode
+from leanloop.lean.statement import continuation
+from leanloop.lean.verification import Verification, Verifier
+from leanloop.prover.benchmark_config import BenchmarkConfig
+from leanloop.prover.proof_search import describe_exception
+from leanloop.prover.samplers import Sample, Sampler
+
+if TYPE_CHECKING:
+    from leanloop.database import DynamicDatabase
+
+log = logging.getLogger(__name__)
+
+#: Words that run native code instead of the kernel's check; refused when the axioms cannot be
+#: audited (a recorded verdict) unless native code is allowed.
+NATIVE_WORDS = frozenset(
+    {"native_decide", "bv_decide", "ofReduceBool", "Lean.ofReduceBool", "Lean.trustCompiler"}
+)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    problem: BenchmarkProblem
+    index: int
+    sample: Sample | None  # None: the sampler failed (``error`` says why)
+    error: str | None = None
+
+
+@dataclass
+class ProblemResult:
+    """A problem's samples in this run: how many were made, how many Lean accepted, and the
+    first accepted (lowest sample index)."""
+
+    problem: BenchmarkProblem
+    attempts: list[ProofAttempt] = field(default_factory=list)
+
+    @property
+    def samples(self) -> int:
+        return len(self.attempts)
+
+    @property
+    def verified(self) -> int:
+        return sum(a.status is AttemptStatus.PROVED for a in self.attempts)
+
+    @property
+    def first_verified(self) -> ProofAttempt | None:
+        proved = [a for a in self.attempts if a.status is AttemptStatus.PROVED]
+        return min(proved, key=lambda a: a.attempt) if proved else None
+
+    @property
+    def status(self) -> str:
+        """``verified``, ``failed`` (samples, none accepted) or ``unsampled`` (no sample)."""
+        if self.verified:
+            return "verified"
+        return "failed" if self.attempts else "unsampled"
+
+
+@dataclass
+class BenchmarkRun:
+    """What :func:`run_benchmark` ends with: each problem's result (stored samples of earlier
+    calls and new ones), the samples made now, and the figures of the run."""
+
+    run: str
+    config: BenchmarkConfig
+    sampler: str
+    verifier: str
+    source: str  # "lean" (verified now) or "recorded" (recorded verdicts)
+    audited: bool  # whether the axioms of accepted proofs were audited
+    problems: list[ProblemResult]
+    new: list[ProofAttempt] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+
+def prepare(
+    problem: BenchmarkProblem, answer: str, config: BenchmarkConfig, live: bool
+) -> tuple[AuditedCode | None, ProofAttempt | None, str | None]:
+    """The code to check for a model's ``answer`` (with leanloop's audit when the verifier is
+    ``live``), or the attempt that ends it without Lean (refused, changed statement, no proof);
+    and the proof text."""
+    candidate = config.prompt.candidate(answer)
+    if candidate is None or not candidate.strip():
+        return None, _ended(AttemptStatus.FAILED, "the answer holds no Lean proof"), None
+    read = continuation(candidate, problem.formal_statement, problem.name)
+    if read.refusal is not None:
+        if read.refusal.code is RefusalCode.CHANGED_STATEMENT:
+            return None, _ended(AttemptStatus.CHANGED, read.refusal.reason, candidate), None
+        if read.refusal.code is RefusalCode.EMPTY:
+            return None, _ended(AttemptStatus.FAILED, read.refusal.reason, candidate), None
+        return None, _ended(AttemptStatus.REFUSED, read.refusal.reason, candidate), None
+    proof = read.proof or ""
+    if not live and not config.allow_native:
+        word = _native_word(proof)
+        if word is not None:
+            reason = (
+                f"uses {word} (native code), whose axioms a recorded verdict cannot audit; "
+                "allow native code to accept it"
+            )
+            return None, _ended(AttemptStatus.REFUSED, reason, proof), None
+    code = problem.code(proof)
+    start = len(problem.prefix)
+    scopes = scan(problem.prefix).open_scopes
+    if live:
+        audited = AuditedCode.around(code, start, len(code), problem.name, scopes)
+    else:
+        audited = AuditedCode.unaudited(code, start, len(code), problem.name)
+    return audited, None, proof
+
+
+def _native_word(proof: str) -> str | None:
+    tokens = [t for t in tokenize(proof) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
+    for index, token in enumerate(tokens):
+        if token.text in NATIVE_WORDS:
+            return token.text
+        if token.text == "native" and index and tokens[index - 1].text in ("+", "("):
+            return "decide +native"
+        if token.text == "native" and index + 1 < len(tokens) and tokens[index + 1].text == ":=":
+            return "native := true"
+    return None
+
+
+def _ended(status: AttemptStatus, reason: str, proof: str | None = None) -> ProofAttempt:
+    """An attempt ended before Lean (only its status, reason and proof are meaningful)."""
+    return ProofAttempt(
+        run="",
+        url="",
+        commit="",
+        file_path="",
+        full_name="",
+        status=status,
+        error=reason,
+        proof=(proof,) if proof is not None else None,
+    )
+
+
+def verdict_attempt(
+    audited: AuditedCode, proof: str, verification: Verification, config: BenchmarkConfig
+) -> ProofAttempt:
+    """The attempt Lean's answer on ``audited`` makes of a sample, under the soundness policy."""
+    if verification.result is None:
+        status = AttemptStatus.TIMEOUT if verification.timed_out else AttemptStatus.ERROR
+        return _ended(status, verification.error or "the check failed", proof)
+    judgement = judge(verification.result, audited, config.axiom_policy)
+    if judgement.outcome is Outcome.ACCEPTED:
+        attempt = _ended(AttemptStatus.PROVED, "", proof).model_copy(
+            update={
+                "error": None if judgement.audited else "axioms not audited (recorded verdict)",
+                "axioms": judgement.axioms if judgement.audited else None,
+            }
+        )
+        return attempt
+    status = {
+        Outcome.REFUSED: AttemptStatus.REFUSED,
+        Outcome.BROKEN: AttemptStatus.ERROR,
+    }.get(judgement.outcome, AttemptStatus.FAILED)
+    return _ended(status, judgement.reason, proof).model_copy(
+        update={"axioms": judgement.axioms or None}
+    )
+
+
+def run_benchmark(
+    benchmark: BenchmarkFile,
+    problems: Sequence[BenchmarkProblem],
+    sampler: Sampler,
+    verifier: Verifier,
+    *,
+    config: BenchmarkConfig | None = None,
+    database: DynamicDatabase | None = None,
+    run: str = "benchmark",
+    verifier_name: str = "",
+    on_sample: Callable[[ProofAttempt], None] | None = None,
+    on_problem: Callable[[ProblemResult], None] | None = None,
+) -> BenchmarkRun:
+    """Sample and verify ``config.samples`` proofs of every problem (see the module's text).
+
+    Samples the run stored before (in ``database``, under ``run``) are not made again, except
+    those that ended in an error; with ``stop_at_first`` a problem verified before is not
+    sampled again, and its remaining samples are not made once one is verified.
+    ``on_sample(attempt)`` is called for each sample as it is stored and ``on_problem(result)``
+    when a problem has all its samples."""
+    config = config or BenchmarkConfig()
+    started = time.perf_counter()
+    stored = [
+        a
+        for a in (database.get_attempts(run) if database is not None else [])
+        if a.url == benchmark.url and a.commit == benchmark.commit
+    ]
+    progress = RunProgress.of(stored)
+    results = {p.id: ProblemResult(p) for p in problems}
+    for attempt in stored:
+        usable = attempt.status is not AttemptStatus.ERROR and attempt.attempt < config.samples
+        if attempt.full_name in results and usable:
+            results[attempt.full_name].attempts.append(attempt)
+    theorems = {p.id: benchmark.theorem(p) for p in problems}
+    solved = {p.id for p in problems if results[p.id].verified} if config.stop_at_first else set()
+    todo: dict[str, list[int]] = {}
+    for problem in problems:
+        theorem = theorems[problem.id]
+        if problem.id in solved:
+            continue
+        missing = [
+            i
+            for i in range(config.samples)
+            if (theorem.key, theorem.commit, i) not in progress.finished
+        ]
+        if missing:
+            todo[problem.id] = missing
+    outcome = BenchmarkRun(
+        run=run,
+        config=config,
+        sampler=sampler.name,
+        verifier=verifier_name or type(verifier).__name__,
+        source=verifier.source,
+        audited=verifier.live,
+        problems=list(results.values()),
+    )
+    lock = threading.Lock()  # guards `solved` (read by the sampler and workers)
+    candidates: queue.Queue[_Candidate | None] = queue.Queue(maxsize=config.queue_size)
+    finished: queue.Queue[tuple[str, ProofAttempt | None, int]] = queue.Queue()
+    stop = threading.Event()
+
+    def is_solved(problem_id: str) -> bool:
+        with lock:
+            return problem_id in solved
+
+    def generate() -> None:
+        try:
+            for problem in problems:
+                missing = todo.get(problem.id, [])
+                for at in range(0, len(missing), config.batch_size):
+                    if stop.is_set():
+                        return
+                    batch = missing[at : at + config.batch_size]
+                    if config.stop_at_first and is_solved(problem.id):
+                        finished.put((problem.id, None, len(missing) - at))
+                        break
+                    try:
+                        samples = sampler.sample(problem, len(batch), batch[0])
+                    except Exception as exc:  # this batch fails, the run goes on
+                        error = f"the proof generator failed: {describe_exception(exc)}"
+                        for index in batch:
+                            _put(_Candidate(problem, index, None, error))
+                        continue
+                    for index, sample in zip(batch, samples, strict=False):
+                        _put(_Candidate(problem, index, sample))
+                    if len(samples) < len(batch):  # the sampler has no more for it
+                        finished.put((problem.id, None, len(missing) - at - len(samples)))
+                        break
+        finally:
+            for _ in range(config.workers):
+                _put(None, force=True)
+
+    def _put(item: _Candidate | None, force: bool = False) -> None:
+        while True:  # wait for room (back-pressure), unless the run is stopping
+            if stop.is_set():
+                if force:
+                    _offer(candidates, item)
+                return
+            try:
+                candidates.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def verify() -> None:
+        while True:
+            item = candidates.get()
+            if item is None:
+                finished.put(("", None, -1))
+                return
+            batch = [item]
+            while len(batch) < config.verify_batch:
+                try:
+                    more = candidates.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    candidates.put(None)  # leave the end mark for this worker's next turn
+                    break
+                batch.append(more)
+            for candidate, attempt in zip(batch, _check(batch), strict=True):
+                finished.put((candidate.problem.id, attempt, 1))
+
+    def _check(batch: list[_Candidate]) -> list[ProofAttempt | None]:
+        out: list[ProofAttempt | None] = [None] * len(batch)
+        to_check: list[tuple[int, AuditedCode, str]] = []
+        for position, candidate in enumerate(batch):
+            if config.stop_at_first and is_solved(candidate.problem.id):
+                continue  # not made: the problem has a verified proof
+            if candidate.sample is None:
+                out[position] = _finish(
+                    candidate, _ended(AttemptStatus.ERROR, candidate.error or "no sample")
+                )
+                continue
+            try:
+                audited, ended, proof = prepare(
+                    candidate.problem, candidate.sample.text, config, verifier.live
+                )
+            except Exception as exc:
+                ended = _ended(AttemptStatus.ERROR, f"reading the answer failed: {exc}")
+                audited, proof = None, None
+            if ended is not None:
+                out[position] = _finish(candidate, ended)
+            else:
+                assert audited is not None and proof is not None
+                to_check.append((position, audited, proof))
+        if to_check:
+            try:
+                verdicts = verifier.check_batch([a.code for _, a, _ in to_check], config.timeout)
+            except Exception as exc:  # the verifier failed: these samples are tried again
+                error = f"the verifier failed: {describe_exception(exc)}"
+                verdicts = [Verification.failed(error, 0.0, verifier.source)] * len(to_check)
+            for (position, audited, proof), verdict in zip(to_check, verdicts, strict=True):
+                attempt = verdict_attempt(audited, proof, verdict, config)
+                out[position] = _finish(batch[position], attempt, lean_seconds=verdict.seconds)
+        return out
+
+    def _finish(
+        candidate: _Candidate, attempt: ProofAttempt, lean_seconds: float = 0.0
+    ) -> ProofAttempt:
+        theorem = theorems[candidate.problem.id]
+        sample = candidate.sample
+        model_seconds = sample.seconds if sample is not None else 0.0
+        return attempt.model_copy(
+            update={
+                "run": run,
+                "url": theorem.url,
+                "commit": theorem.commit,
+                "file_path": theorem.file_path,
+                "full_name": theorem.full_name,
+                "attempt": candidate.index,
+                "prover": sampler.name,
+                "model_seconds": model_seconds,
+                "lean_seconds": lean_seconds,
+                "seconds": model_seconds + lean_seconds,
+                "tokens": sample.tokens if sample is not None else None,
+                "environment": "lean" if verifier.source == "lean" else "recorded",
+            }
+        )
+
+    left = {problem_id: len(indices) for problem_id, indices in todo.items()}
+    for problem in problems:
+        if problem.id not in left and on_problem is not None:
+            on_problem(results[problem.id])
+    threads = [threading.Thread(target=generate, name="benchmark-sampler", daemon=True)]
+    threads += [
+        threading.Thread(target=verify, name=f"benchmark-verifier-{i}", daemon=True)
+        for i in range(config.workers)
+    ]
+    for thread in threads:
+        thread.start()
+    workers_left = config.workers
+    try:
+        while workers_left:
+            problem_id, attempt, count = finished.get()
+            if count < 0:
+                workers_left -= 1
+                continue
+            if attempt is not None:
+                if database is not None:
+                    database.record_attempt(attempt)  # the driver alone writes
+                outcome.new.append(attempt)
+                if attempt.status is not AttemptStatus.ERROR:
+                    results[problem_id].attempts.append(attempt)
+                if attempt.status is AttemptStatus.PROVED:
+                    with lock:
+                        solved.add(problem_id)
+                if on_sample is not None:
+                    on_sample(attempt)
+            left[problem_id] -= count
+            if left[problem_id] <= 0 and on_problem is not None:
+                on_problem(results[problem_id])
+    finally:
+        stop.set()
+        _drain(candidates)  # samples in flight are lost (a rerun makes them)
+        for _ in range(config.workers):
+            _offer(candidates, None)
+        deadline = time.monotonic() + 5
+        for thread in threads:
+            thread.join(timeout=max(deadline - time.monotonic(), 0.01))
+    for result in results.values():
+        result.attempts.sort(key=lambda a: a.attempt)
+    outcome.wall_seconds = time.perf_counter() - started
+    return outcome
+
+
+def _offer(into: queue.Queue, item: object) -> None:
+    """Put ``item`` if there is room (a run that is stopping waits for nobody)."""
+    with contextlib.suppress(queue.Full):
+        into.put_nowait(item)
+
+
+def _drain(source: queue.Queue) -> None:
+    with contextlib.suppress(queue.Empty):
+        while True:
+            source.get_nowait()
+
+
+def problem_sources(problems: Sequence[BenchmarkProblem]) -> dict[str, list[str]]:
+    """The ids of the problems of each source (name prefix), sources in order."""
+    sources: dict[str, list[str]] = defaultdict(list)
+    for problem in problems:
+        sources[problem.source].append(problem.id)
+    return dict(sources)
