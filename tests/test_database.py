@@ -64,11 +64,11 @@ def test_import_export_reimport_preserves_everything(db, sample_dir, tmp_path):
         assert stored == original  # every theorem, tactic, state and premise reference
     exported = LeanDojoDataset(tmp_path / "out")
     assert exported.complete_schemes() == ["random", "novel_premises"]
-    assert exported.repository == Repository(url=MATHLIB, commit=report_commit(sample_dir))
+    assert exported.repository() == Repository(url=MATHLIB, commit=report_commit(sample_dir))
 
 
 def report_commit(sample_dir):
-    return LeanDojoDataset(sample_dir).repository.commit
+    return LeanDojoDataset(sample_dir).repository().commit
 
 
 def test_keep_splits_reproduces_the_original_file_byte_for_byte(db, sample_dir, tmp_path):

@@ -20,7 +20,7 @@ def test_reads_partial_real_sample(sample_dir):
     assert [(f.scheme, f.split) for f in dataset.split_files] == [("random", "test")]
     assert dataset.corpus_path is None and dataset.traced_files_path is None
     assert dataset.complete_schemes() == []
-    repo = dataset.repository
+    repo = dataset.repository()
     assert repo.url == "https://github.com/leanprover-community/mathlib4"
     assert repo.commit == "29dcec074de168ac2bf835a77ef68bbe069194c5"
     theorems = list(dataset.iter_theorems())
@@ -284,7 +284,7 @@ def test_not_a_dataset(tmp_path):
 def test_copy_of_sample_keeps_metadata(sample_dir, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(sample_dir, copy)
-    assert LeanDojoDataset(copy).repository.name == "leanprover-community/mathlib4"
+    assert LeanDojoDataset(copy).repository().name == "leanprover-community/mathlib4"
 
 
 def test_json_text_encoders_write_what_the_dict_builders_give(sample_dir):

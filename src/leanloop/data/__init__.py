@@ -1,5 +1,7 @@
-"""Typed records of traced Lean projects and the LeanDojo Benchmark format."""
+"""Typed records of traced Lean projects and the dataset formats, read through one interface
+(``DatasetReader``, ``open_dataset``)."""
 
+from leanloop.data.formats import DatasetReader, open_dataset
 from leanloop.data.records import (
     NO_GOALS,
     AnnotatedTactic,
@@ -20,6 +22,7 @@ __all__ = [
     "NO_GOALS",
     "AnnotatedTactic",
     "AttemptStatus",
+    "DatasetReader",
     "Pos",
     "Premise",
     "PremiseRef",
@@ -30,4 +33,5 @@ __all__ = [
     "TheoremKey",
     "TheoremStatus",
     "TracedTactic",
+    "open_dataset",
 ]

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from leanloop.data.records import Pos, Repository, Theorem, TheoremStatus
+from leanloop.data.records import Pos, Repository, SourceFile, Theorem, TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
 
 Split = Literal["test", "valid", "all"]
@@ -137,6 +137,10 @@ class BenchmarkFile:
     def iter_theorems(self, split: Split | str = "all") -> Iterator[Theorem]:
         for problem in self.problems(split):
             yield self.theorem(problem)
+
+    def iter_source_files(self) -> Iterator[SourceFile]:
+        """A benchmark has no corpus: no source files."""
+        return iter(())
 
     def describe(self) -> str:
         problems = self.problems()

@@ -166,7 +166,7 @@ def _content_hash(raw: object) -> int:
 def _dataset_repository(
     dataset: LeanDojoDataset, ingest: Ingest, repo_of_path: dict[str, int], source: str
 ) -> int:
-    repo = dataset.repository
+    repo = dataset.repository()
     if repo is not None:
         return ingest.repository_id(repo, source=source)
     if repo_of_path:

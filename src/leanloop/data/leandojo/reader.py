@@ -53,7 +53,10 @@ class TheoremItem:
 
 
 class LeanDojoDataset:
-    """A LeanDojo-format dataset on disk; every file in it is optional, and all are streamed."""
+    """A LeanDojo-format dataset on disk; every file in it is optional, and all are streamed.
+    One of the formats behind ``data.formats.DatasetReader``."""
+
+    format = "leandojo"
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -120,7 +123,6 @@ class LeanDojoDataset:
             raise DataFormatError(self.metadata_path, "expected a JSON object")
         return data
 
-    @property
     def repository(self) -> Repository | None:
         """The repository ``metadata.json`` says the dataset was traced from, if it says."""
         origin = self.metadata.get("from_repo")
