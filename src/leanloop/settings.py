@@ -24,6 +24,8 @@ class Settings(BaseModel):
     - ``database`` (``LEANLOOP_DB``): the database used when none is given;
     - ``fixtures`` (``LEANLOOP_FIXTURES``): a directory of recorded Lean data (the main job's
       default dataset is its ``leandojo_benchmark_4``);
+    - ``benchmarks`` (``LEANLOOP_BENCHMARKS``): a directory of benchmark files (``minif2f.jsonl``,
+      ``proofnet.jsonl``) that ``--benchmark NAME`` finds there;
     - ``device`` (``LEANLOOP_DEVICE``): ``cpu`` keeps models off an accelerator;
     - ``repl`` / ``pantograph`` (``LEANLOOP_REPL`` / ``LEANLOOP_PANTOGRAPH``): the Lean-side
       server executables, when they are not in the project's Lake packages or on the PATH;
@@ -39,6 +41,7 @@ class Settings(BaseModel):
     cache_dir: Path
     database: str | None = None
     fixtures: Path | None = None
+    benchmarks: Path | None = None
     device: str | None = None
     repl: Path | None = None
     pantograph: Path | None = None
@@ -64,6 +67,7 @@ class Settings(BaseModel):
             or Path(platformdirs.user_cache_dir("leanloop")),
             database=get("LEANLOOP_DB"),
             fixtures=_path(get("LEANLOOP_FIXTURES")),
+            benchmarks=_path(get("LEANLOOP_BENCHMARKS")),
             device=(get("LEANLOOP_DEVICE") or "").lower() or None,
             repl=_path(get("LEANLOOP_REPL")),
             pantograph=_path(get("LEANLOOP_PANTOGRAPH")),

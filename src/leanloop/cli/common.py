@@ -138,10 +138,11 @@ def load_config(
 @contextlib.contextmanager
 def progress_bar(
     description: str, total: int | None = None, *, finishing: str | None = None
-) -> Iterator[Callable[[int, int | None], None]]:
-    """A progress bar on stderr (with the time left once the total is known); yields
-    ``update(done, total)``. ``finishing`` replaces the description when done reaches total
-    (what happens after the counted work, e.g. committing)."""
+) -> Iterator[Callable[..., None]]:
+    """A progress bar on stderr (with the time left once the total is known), shown only on a
+    terminal; yields ``update(done, total, note)`` (``note`` follows the description).
+    ``finishing`` replaces the description when done reaches total (what happens after the
+    counted work, e.g. committing)."""
     columns = [
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -154,8 +155,10 @@ def progress_bar(
     with Progress(*columns, console=err_console, disable=not err_console.is_terminal) as bar:
         task = bar.add_task(description, total=total)
 
-        def update(done: int, new_total: int | None = None) -> None:
+        def update(done: int, new_total: int | None = None, note: str | None = None) -> None:
             bar.update(task, completed=done, total=new_total)
+            if note is not None:
+                bar.update(task, description=f"{description} {note}")
             if finishing and new_total is not None and done >= new_total:
                 bar.update(task, description=finishing)
 

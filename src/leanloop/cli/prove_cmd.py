@@ -85,11 +85,51 @@ def prove(
         "--replay].",
         show_default=False,
     ),
-    mode: ProofMode = typer.Option(
-        ProofMode.SEARCH,
+    mode: ProofMode | None = typer.Option(
+        None,
         "--mode",
         help="search: tactic by tactic through Lean; whole: whole proofs written by the model, "
-        "each checked by Lean.",
+        "each checked by Lean [default: whole with --benchmark, else search].",
+        show_default=False,
+    ),
+    benchmark: str | None = typer.Option(
+        None,
+        "--benchmark",
+        metavar="FILE|minif2f|proofnet",
+        help="Prove a statement-only benchmark and report pass@k: a JSONL file (name, split, "
+        "header, informal_prefix, formal_statement) or a .lean file whose theorems end in "
+        "sorry; minif2f and proofnet are found in LEANLOOP_BENCHMARKS (or downloaded).",
+        show_default=False,
+    ),
+    samples: int | None = typer.Option(
+        None,
+        "--samples",
+        min=1,
+        metavar="N",
+        help="With --benchmark: whole proofs sampled per statement (the n of pass@k; search: "
+        "attempts) [default: samples of the config, 1].",
+        show_default=False,
+    ),
+    stop_at_first: bool = typer.Option(
+        False,
+        "--stop-at-first",
+        help="With --benchmark: stop sampling a statement at its first verified proof (then "
+        "only pass@N is reported).",
+    ),
+    verifier: str = typer.Option(
+        "pool",
+        "--verifier",
+        metavar="pool|kimina:URL|recorded:FILE",
+        help="With --benchmark: who checks the proofs: leanloop's REPLs in --project, a Kimina "
+        "Lean Server, or Lean's verdicts recorded earlier (offline; labelled recorded).",
+    ),
+    prompt: str | None = typer.Option(
+        None,
+        "--prompt",
+        metavar="complete|chat",
+        help="With --benchmark: the prompt format (or set 'prompt' in --config) [default: "
+        "complete].",
+        show_default=False,
     ),
     workers: int | None = typer.Option(
         None,
@@ -100,7 +140,11 @@ def prove(
         show_default=False,
     ),
     config: str | None = typer.Option(
-        None, "--config", metavar="FILE", help="A ProverConfig YAML or JSON file."
+        None,
+        "--config",
+        metavar="FILE",
+        help="A ProverConfig YAML or JSON file (with --benchmark and whole proofs: a "
+        "BenchmarkConfig).",
     ),
     db: str | None = DB_OPTION,
     json_lines: bool = typer.Option(
@@ -154,12 +198,15 @@ def prove(
         "build/prove", "--out", metavar="DIR", help="Where the report (JSON and PNG) goes."
     ),
 ) -> None:
-    """Prove the theorems of a dataset split and report pass@1, outcomes and times; or, with
-    --project and no --dataset, prove a Lean project's open sorries and write back the proofs
-    Lean accepts."""
+    """Prove the theorems of a dataset split and report pass@1, outcomes and times; with
+    --benchmark, sample whole proofs of a benchmark's statements and report pass@k; or, with
+    --project alone, prove a Lean project's open sorries and write back the proofs Lean
+    accepts."""
+    mode = mode or (ProofMode.WHOLE if benchmark is not None else ProofMode.SEARCH)
+    prover_config = config is not None and (benchmark is None or mode is ProofMode.SEARCH)
     request = ProveRequest(
         generator=generator or ("recorded" if replay else None),
-        settings=ProverConfig.from_yaml(user_path(config)) if config else ProverConfig(),
+        settings=ProverConfig.from_yaml(user_path(config)) if prover_config else ProverConfig(),
         mode=mode,
         db=db,
         run=run,
@@ -171,6 +218,37 @@ def prove(
         json_lines=json_lines,
         out=user_path(out),
     )
+    if benchmark is not None:
+        from leanloop.cli.benchmark_cmd import BenchmarkRequest, prove_benchmark
+
+        for given, name in ((dataset, "--dataset"), (commit, "--commit"), (branch, "--branch")):
+            if given:
+                raise LeanloopError(f"{name} does not go with --benchmark")
+        if replay:
+            raise LeanloopError(
+                "--replay replays a dataset's recorded steps; a benchmark has none",
+                hint="offline, use --generator recorded|samples:FILE --verifier recorded:FILE",
+            )
+        asked = BenchmarkRequest(
+            spec=benchmark,
+            split=split,
+            samples=samples,
+            stop_at_first=stop_at_first,
+            verifier=verifier,
+            prompt=prompt,
+            config=user_path(config) if config and not prover_config else None,
+            project=project,
+        )
+        prove_benchmark(request, asked)
+        return
+    for given, name in (
+        (samples, "--samples"),
+        (prompt, "--prompt"),
+        (stop_at_first or None, "--stop-at-first"),
+        (None if verifier == "pool" else verifier, "--verifier"),
+    ):
+        if given:
+            raise LeanloopError(f"{name} goes with --benchmark")
     if dataset is not None:
         for given, name in ((commit, "--commit"), (branch, "--branch")):
             if given:
@@ -301,9 +379,12 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
     err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
 
 
-def lean_launcher(root: str | Path | None, settings: ProverConfig):
-    """The Lean REPLs of a project, after checking that Lean is there (a machine without Lean
-    hears that first, in one line); with no project, only that check."""
+def lean_launcher(
+    root: str | Path | None, settings: ProverConfig | None = None, *, timeout: float | None = None
+):
+    """The Lean REPLs of a project (each request bounded by ``timeout``, else the tactic
+    timeout of ``settings``), after checking that Lean is there (a machine without Lean hears
+    that first, in one line); with no project, only that check."""
     from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
     from leanloop.lean.launch import ReplLauncher
     from leanloop.lean.toolchain import require
@@ -311,7 +392,9 @@ def lean_launcher(root: str | Path | None, settings: ProverConfig):
     try:
         if root is None:
             return require(None)
-        return ReplLauncher.for_project(root, timeout=settings.tactic_timeout)
+        if timeout is None:
+            timeout = (settings or ProverConfig()).tactic_timeout
+        return ReplLauncher.for_project(root, timeout=timeout)
     except (ToolchainNotFound, ServerNotFound) as exc:
         raise LeanloopError(
             f"proving needs Lean, which is not installed here ({exc.message})",

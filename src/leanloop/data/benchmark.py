@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from leanloop.data.records import Pos, Repository, SourceFile, Theorem, TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.lean.server import TheoremSource
 
 Split = Literal["test", "valid", "all"]
 #: The URL scheme of a benchmark stored as a repository: ``benchmark:<name>``.
@@ -48,7 +49,7 @@ class BenchmarkProblem(BaseModel):
         """The problem's source for breakdowns: its name up to the first ``_`` followed by a
         digit or ``p`` and a digit (``mathd_algebra_10`` → ``mathd_algebra``,
         ``amc12a_2019_p21`` → ``amc12a``, ``imo_1959_p1`` → ``imo``)."""
-        return problem_source(self.name)
+        return source_of_name(self.name)
 
     def code(self, proof: str) -> str:
         """The code Lean checks for ``proof`` (the text that follows ``formal_statement``)."""
@@ -59,8 +60,22 @@ class BenchmarkProblem(BaseModel):
         """Everything before ``formal_statement`` in the checked code."""
         return self.header + self.informal_prefix
 
+    def theorem_source(self, file_path: str = "Benchmark.lean") -> TheoremSource:
+        """Where a proof search starts: the statement in the context of its prefix."""
+        from leanloop.lean.scanner import scan
 
-def problem_source(name: str) -> str:
+        code = self.code(" sorry" if self.formal_statement.rstrip().endswith("by") else " by sorry")
+        scanned = scan(code)
+        found = [d for d in scanned.declarations if d.full_name == self.name]
+        if not found:
+            raise LeanloopError(
+                f"{self.id}: its formal_statement states no theorem {self.name}",
+                hint="the statement must read 'theorem NAME ... :='",
+            )
+        return TheoremSource.from_scan(scanned, found[-1], file_path)
+
+
+def source_of_name(name: str) -> str:
     parts = name.split("_")
     kept: list[str] = []
     for part in parts:
@@ -259,3 +274,70 @@ def _read_lean(path: Path) -> Iterator[BenchmarkProblem]:
             formal_statement=statement + "\n",
             line=declaration.start.line,
         )
+
+
+#: The benchmarks known by name, and where their official files are published (DeepSeek-Prover
+#: V1.5's datasets, MIT).
+KNOWN_BENCHMARKS = {
+    "minif2f": "https://raw.githubusercontent.com/deepseek-ai/DeepSeek-Prover-V1.5/main/datasets/minif2f.jsonl",
+    "proofnet": "https://raw.githubusercontent.com/deepseek-ai/DeepSeek-Prover-V1.5/main/datasets/proofnet.jsonl",
+}
+
+
+def resolve_benchmark(
+    spec: str,
+    *,
+    directories: list[Path] | tuple[Path, ...] = (),
+    cache_dir: Path | None = None,
+    download: bool = True,
+    urls: dict[str, str] | None = None,
+) -> Path:
+    """The file of benchmark ``spec``: a path to a ``.jsonl``/``.lean`` file, or a known name
+    (``minif2f``, ``proofnet``) found as ``NAME.jsonl`` in ``directories`` or ``cache_dir``, or
+    downloaded from its official address into ``cache_dir``; a one-line error says what to
+    provide otherwise."""
+    path = Path(spec).expanduser()
+    if path.suffix in (".jsonl", ".lean") or path.exists():
+        return path
+    urls = urls or KNOWN_BENCHMARKS
+    if spec not in urls:
+        raise LeanloopError(
+            f"--benchmark {spec}: no such file, and not a known benchmark ({', '.join(urls)})",
+            hint="give a .jsonl or .lean file",
+        )
+    places = [*directories, *([cache_dir] if cache_dir is not None else [])]
+    for directory in places:
+        candidate = directory / f"{spec}.jsonl"
+        if candidate.is_file():
+            return candidate
+    where = ", ".join(str(d) for d in places) or "no directory"
+    hint = (
+        f"download {urls[spec]} and give --benchmark PATH, or put {spec}.jsonl in the "
+        "directory LEANLOOP_BENCHMARKS names"
+    )
+    if not download or cache_dir is None:
+        raise LeanloopError(f"{spec}: {spec}.jsonl is not in {where}", hint=hint)
+    return _download(spec, urls[spec], cache_dir / f"{spec}.jsonl", hint)
+
+
+def _download(name: str, url: str, dest: Path, hint: str) -> Path:
+    import httpx
+
+    from leanloop.atomic import write_bytes_atomic
+
+    try:
+        response = httpx.get(url, follow_redirects=True, timeout=30.0)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise LeanloopError(f"{name}: downloading {url} failed ({reason})", hint=hint) from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staged = dest.parent / f".{dest.stem}.download.jsonl"
+    write_bytes_atomic(staged, response.content)
+    try:
+        BenchmarkFile(staged).problems()  # what is kept must read as a benchmark
+    except LeanloopError:
+        staged.unlink(missing_ok=True)
+        raise
+    staged.replace(dest)
+    return dest

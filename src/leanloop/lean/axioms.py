@@ -173,6 +173,17 @@ class AxiomPolicy(BaseModel):
         "bv_decide): the compiler is then trusted.",
     )
 
+    @property
+    def tag(self) -> str:
+        """The policy in a default run name ('' for the standard one), so that a rerun under
+        another policy does not skip what the first one refused."""
+        parts = []
+        if self.allow_native:
+            parts.append("native")
+        if self.allowed != STANDARD_AXIOMS:
+            parts.append("+".join(sorted(self.allowed)) or "none")
+        return f"axioms={','.join(parts)}" if parts else ""
+
     def judge(self, report: AxiomReport) -> AxiomAudit:
         """The audit of ``report``: passed when every axiom is allowed."""
         axioms = tuple(sorted(report.axioms))

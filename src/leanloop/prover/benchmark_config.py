@@ -8,7 +8,9 @@ import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.dataclasses import dataclass
 
+from leanloop.configfile import CONFIG, ConfigBase
 from leanloop.data.benchmark import BenchmarkProblem
 from leanloop.lean.axioms import STANDARD_AXIOMS, AxiomPolicy
 
@@ -94,12 +96,12 @@ PROMPTS: dict[str, ProofPrompt] = {
 }
 
 
-class BenchmarkConfig(BaseModel):
+@dataclass(config=CONFIG)
+class BenchmarkConfig(ConfigBase):
     """A benchmark evaluation: ``samples`` whole proofs per statement, asked for in batches of
     ``batch_size``, checked by ``workers`` verification workers fed through a queue of at most
-    ``queue_size`` candidates (generation waits when it is full)."""
-
-    model_config = ConfigDict(extra="forbid")
+    ``queue_size`` candidates (generation waits when it is full). ``prompt`` is a format's
+    fields or the name of one of ``PROMPTS`` (``complete``, ``chat``)."""
 
     samples: int = Field(
         1, ge=1, description="Whole proofs sampled per statement (the n of pass@k)."
@@ -110,7 +112,10 @@ class BenchmarkConfig(BaseModel):
         description="Stop sampling a statement at its first verified proof (saves budget; "
         "only pass@n is reported then).",
     )
-    prompt: ProofPrompt = Field(default_factory=ProofPrompt, description="The prompt format.")
+    prompt: ProofPrompt = Field(
+        default_factory=ProofPrompt,
+        description="The prompt format: its fields, or a name (complete, chat).",
+    )
     workers: int = Field(4, ge=1, description="Verification workers (REPLs of the pool).")
     verify_batch: int = Field(
         1, ge=1, description="Candidates a worker sends the verifier at once (Kimina: batches)."
@@ -128,6 +133,15 @@ class BenchmarkConfig(BaseModel):
     allow_native: bool = Field(
         False, description="Accept proofs by native code (native_decide, bv_decide)."
     )
+
+    @field_validator("prompt", mode="before")
+    @classmethod
+    def _named_prompt(cls, value: object) -> object:
+        if isinstance(value, str):
+            if value not in PROMPTS:
+                raise ValueError(f"unknown prompt format {value!r} (known: {', '.join(PROMPTS)})")
+            return PROMPTS[value]
+        return value
 
     @property
     def axiom_policy(self) -> AxiomPolicy:

@@ -131,13 +131,7 @@ class ProverConfig(ConfigBase):
     def policy_tag(self) -> str:
         """The axiom policy in a default run name ('' for the standard one), so that a rerun
         under another policy does not skip what the first one refused."""
-        parts = []
-        if self.allow_native:
-            parts.append("native")
-        standard = {"propext", "Classical.choice", "Quot.sound"}
-        if set(self.allowed_axioms) != standard:
-            parts.append("+".join(sorted(self.allowed_axioms)) or "none")
-        return f"axioms={','.join(parts)}" if parts else ""
+        return self.axiom_policy.tag
 
     @property
     def axiom_policy(self) -> AxiomPolicy:

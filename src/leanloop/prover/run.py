@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +21,7 @@ from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem, TheoremK
 from leanloop.database.attempts import RunProgress
 from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
-from leanloop.lean.server import LeanServer
+from leanloop.lean.server import LeanServer, TheoremSource
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProofMode
 from leanloop.prover.proof_search import describe_exception
@@ -60,7 +60,8 @@ class ProofWorker:
     """Proves theorems one attempt at a time with its own prover and Lean servers (a Ray actor,
     or run in-process); ``servers`` is made where the worker runs, a server is reused for
     ``config.server_uses`` theorems and replaced when it fails. Theorem records are read from
-    their files under ``project_root`` on a Lean server."""
+    their files under ``project_root`` on a Lean server, or are given as ``sources`` (e.g. a
+    benchmark's statements, which have no file)."""
 
     def __init__(
         self,
@@ -68,11 +69,13 @@ class ProofWorker:
         servers: Servers,
         project_root: str | Path | None = None,
         mode: ProofMode = ProofMode.SEARCH,
+        sources: Mapping[tuple[TheoremKey, str], TheoremSource] | None = None,
     ) -> None:
         self.prover = prover
         self.pool, self._own_pool = _pool(servers, prover.config.server_uses)
         self.project_root = Path(project_root) if project_root is not None else None
         self.mode = ProofMode(mode)
+        self.sources = dict(sources or {})
 
     def lease(self) -> AbstractContextManager[LeanServer]:
         return self.pool.lease(None)
@@ -83,7 +86,11 @@ class ProofWorker:
         try:
             with self.lease() as server:
                 environment = "lean" if server.checks_with_lean else "replay"
-                target = Target.of(theorem=theorem, project_root=self.project_root)
+                source = self.sources.get((theorem.key, theorem.commit))
+                target = Target.of(
+                    theorem=source if source is not None else theorem,
+                    project_root=self.project_root,
+                )
                 result = self.prover.prove_target(server, target, self.mode, attempt=attempt)
         except Exception as exc:  # this theorem fails, the worker goes on
             result = SearchResult(
@@ -141,6 +148,7 @@ def run_proofs(
     hook: ProofHook | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_result: Callable[[ProofAttempt], None] | None = None,
+    sources: Mapping[tuple[TheoremKey, str], TheoremSource] | None = None,
 ) -> ProofRun:
     """Make ``attempts`` (``prover.config.num_attempts``) attempts at every theorem and return
     the run's attempts.
@@ -156,6 +164,8 @@ def run_proofs(
     attempt that did not end in an error — is skipped. With ``stop_at_first``, a theorem's
     attempts stop at the first that finds a proof (a solved theorem is skipped whole).
     ``progress(done, total)`` and ``on_result(attempt)`` are called as attempts end.
+    ``sources`` gives the source of theorems that have no file (keyed by theorem key and
+    commit), such as a benchmark's statements.
     """
     mode = ProofMode(mode)
     config = prover.config
@@ -217,7 +227,7 @@ def run_proofs(
         progress(done, total)
     if pending:
         if workers == 1 and address is None:
-            worker = ProofWorker(prover, servers, project_root, mode)
+            worker = ProofWorker(prover, servers, project_root, mode, sources)
             try:
                 for task in pending:
                     if stop_at_first and (task.theorem.key, task.theorem.commit) in solved:
@@ -241,6 +251,7 @@ def run_proofs(
                     servers,
                     project_root,
                     mode,
+                    sources,
                     workers,
                     address,
                     run,
@@ -335,7 +346,18 @@ def _ray(address: str | None, workers: int) -> Iterator[object]:
 
 
 def _run_on_ray(
-    pending, prover, servers, project_root, mode, workers, address, run, record, solved, skip
+    pending,
+    prover,
+    servers,
+    project_root,
+    mode,
+    sources,
+    workers,
+    address,
+    run,
+    record,
+    solved,
+    skip,
 ) -> None:
     """The pending tasks on Ray actors; ``record`` is called here (the driver) for each
     attempt. With ``solved`` (stop at the first proof), a theorem's next attempt is queued only
@@ -357,7 +379,7 @@ def _run_on_ray(
         running: dict = {}  # future -> (actor, task)
 
         def make():
-            return remote.remote(prover, servers, project_root, mode)
+            return remote.remote(prover, servers, project_root, mode, sources)
 
         actors = [make() for _ in range(min(workers, len(queue)))]
 
