@@ -58,10 +58,6 @@ def prove_benchmark(request, asked: BenchmarkRequest) -> None:
             hint="hf:PATH (a checkpoint), external:MODEL (an OpenAI-compatible endpoint), "
             "recorded (the file's formal_proof) or samples:FILE (answers recorded earlier)",
         )
-    bench = benchmark_file(asked.spec)
-    problems = bench.problems(asked.split)[: request.limit]
-    database = open_database(request.db)
-    database.add_repository(bench.repository(), bench.iter_theorems())
     overrides: dict = {}
     if asked.samples is not None:
         overrides["samples"] = asked.samples
@@ -72,11 +68,17 @@ def prove_benchmark(request, asked: BenchmarkRequest) -> None:
     if asked.prompt is not None:
         overrides["prompt"] = asked.prompt
     config = BenchmarkConfig.load(asked.config if asked.config else {}, **overrides)
+    bench = benchmark_file(asked.spec)
+    problems = bench.problems(asked.split)[: request.limit]
     if request.mode is ProofMode.SEARCH:
+        database = open_database(request.db)
+        database.add_repository(bench.repository(), bench.iter_theorems())
         _search(request, asked, bench, problems, config, database)
         return
     sampler = _sampler(request, config)
-    verifier = _verifier(asked.verifier, asked.project, config)
+    verifier = _verifier(asked.verifier, asked.project, config)  # Lean is checked here
+    database = open_database(request.db)
+    database.add_repository(bench.repository(), bench.iter_theorems())
     kind = asked.verifier.partition(":")[0]
     tag = f":{config.axiom_policy.tag}" if config.axiom_policy.tag else ""
     run_name = request.run or (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -123,7 +124,7 @@ class BenchmarkFile:
             )
         return chosen
 
-    @property
+    @cached_property
     def commit(self) -> str:
         """The benchmark's version: a hash of the file's bytes (what a rerun is compared to)."""
         return hashlib.sha1(self.path.read_bytes()).hexdigest()

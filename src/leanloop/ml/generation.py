@@ -175,10 +175,18 @@ class TacticGenerator:
         tokenizer's template): for each prompt, k replies (more when ``num_beams`` or
         ``num_samples`` say so, one with ``greedy``), each cut at the end of its turn, with its
         log-probability, in the model's order; ``options.batch_size`` prompts per forward pass."""
+        replies = self.generate_counted(prompts, k, **overrides)
+        return [[(text, score) for text, score, _ in per_prompt] for per_prompt in replies]
+
+    def generate_counted(
+        self, prompts: Sequence[str], k: int = 8, **overrides: Any
+    ) -> list[list[tuple[str, float, int]]]:
+        """``generate_replies`` with the number of tokens each reply generated (up to and
+        including its end token)."""
         if k < 1:
             raise LeanloopError(f"k={k}: ask for at least one tactic")
         options = _with(self.options, overrides)
-        results: list[list[tuple[str, float]]] = []
+        results: list[list[tuple[str, float, int]]] = []
         for start in range(0, len(prompts), options.batch_size):
             chunk = list(prompts[start : start + options.batch_size])
             results.extend(self._generate_chunk(chunk, k, options))
@@ -234,7 +242,7 @@ class TacticGenerator:
 
     def _generate_chunk(
         self, prompts: list[str], k: int, options: DecodingOptions
-    ) -> list[list[tuple[str, float]]]:
+    ) -> list[list[tuple[str, float, int]]]:
         import torch
 
         input_ids, attention_mask = self._encode(prompts, options)
@@ -259,14 +267,24 @@ class TacticGenerator:
         else:
             scores = self._sequence_logprobs(out, generated)
         per_prompt = generated.shape[0] // len(prompts)
+        lengths = self._lengths(generated)
         results = []
         for i in range(len(prompts)):
             replies = []
             for j in range(i * per_prompt, (i + 1) * per_prompt):
                 text = self.tokenizer.decode(generated[j], skip_special_tokens=True)
-                replies.append((text.split(END_OF_TURN, 1)[0], scores[j]))
+                replies.append((text.split(END_OF_TURN, 1)[0], scores[j], lengths[j]))
             results.append(replies)
         return results
+
+    def _lengths(self, generated) -> list[int]:
+        """Tokens each reply generated, up to and including its first end token."""
+        import torch
+
+        ended = torch.isin(generated, torch.tensor(self.end_ids, device=generated.device))
+        width = generated.shape[1]
+        first = torch.where(ended.any(dim=1), ended.float().argmax(dim=1) + 1, width)
+        return [int(n) for n in first.tolist()]
 
     def _prompt_cache(self, input_ids, attention_mask, copies: int):
         """The key/value cache of every prompt but its last token, repeated ``copies`` times

@@ -135,13 +135,9 @@ class ModelSampler:
         options = dict(self.options)
         if options["seed"] is not None:
             options["seed"] = options["seed"] + first
-        (replies,) = self.generator.generate_replies([self._rendered(problem)], n, **options)
+        (replies,) = self.generator.generate_counted([self._rendered(problem)], n, **options)
         seconds = (time.perf_counter() - started) / max(len(replies), 1)
-        tokenizer = self.generator.tokenizer
-        return [
-            Sample(text, len(tokenizer(text, add_special_tokens=False)["input_ids"]), seconds)
-            for text, _score in replies[:n]
-        ]
+        return [Sample(text, tokens, seconds) for text, _score, tokens in replies[:n]]
 
 
 class EndpointSampler:

@@ -8,12 +8,13 @@ run as it finishes, by the driver alone; a rerun makes only the samples the run 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,12 +123,18 @@ def prepare(
             return None, _ended(AttemptStatus.REFUSED, reason, proof), None
     code = problem.code(proof)
     start = len(problem.prefix)
-    scopes = scan(problem.prefix).open_scopes
+    scopes = _open_scopes(problem.prefix)
     if live:
         audited = AuditedCode.around(code, start, len(code), problem.name, scopes)
     else:
         audited = AuditedCode.unaudited(code, start, len(code), problem.name)
     return audited, None, proof
+
+
+@functools.lru_cache(maxsize=256)
+def _open_scopes(prefix: str) -> tuple[tuple[str, str], ...]:
+    """The namespaces and sections open at the end of a problem's prefix (scanned once)."""
+    return scan(prefix).open_scopes
 
 
 def _native_word(proof: str) -> str | None:
@@ -203,10 +210,11 @@ def run_benchmark(
     when a problem has all its samples."""
     config = config or BenchmarkConfig()
     started = time.perf_counter()
+    url, commit = benchmark.url, benchmark.commit
     stored = [
         a
         for a in (database.get_attempts(run) if database is not None else [])
-        if a.url == benchmark.url and a.commit == benchmark.commit
+        if a.url == url and a.commit == commit
     ]
     progress = RunProgress.of(stored)
     results = {p.id: ProblemResult(p) for p in problems}
@@ -246,32 +254,56 @@ def run_benchmark(
         with lock:
             return problem_id in solved
 
-    def generate() -> None:
-        try:
+    def batches() -> Iterator[tuple[BenchmarkProblem, int, list[int]]]:
+        """(problem, position, sample indices) to make, a problem's batches one after the other;
+        with ``stop_at_first``, one batch of every problem per round, so that a problem's
+        earlier batches are verified before its next one is made."""
+        chunks = {p.id: todo_chunks(p.id) for p in problems if p.id in todo}
+        if not config.stop_at_first:
             for problem in problems:
-                missing = todo.get(problem.id, [])
-                for at in range(0, len(missing), config.batch_size):
-                    if stop.is_set():
-                        return
-                    batch = missing[at : at + config.batch_size]
-                    if config.stop_at_first and is_solved(problem.id):
-                        finished.put((problem.id, None, len(missing) - at))
-                        break
-                    try:
-                        samples = sampler.sample(problem, len(batch), batch[0])
-                    except Exception as exc:  # this batch fails, the run goes on
-                        error = f"the proof generator failed: {describe_exception(exc)}"
-                        for index in batch:
-                            _put(_Candidate(problem, index, None, error))
-                        continue
-                    for index, sample in zip(batch, samples, strict=False):
-                        _put(_Candidate(problem, index, sample))
-                    if len(samples) < len(batch):  # the sampler has no more for it
-                        finished.put((problem.id, None, len(missing) - at - len(samples)))
-                        break
+                for position, chunk in enumerate(chunks.get(problem.id, [])):
+                    yield problem, position, chunk
+            return
+        rounds = max((len(c) for c in chunks.values()), default=0)
+        for position in range(rounds):
+            for problem in problems:
+                if position < len(chunks.get(problem.id, [])):
+                    yield problem, position, chunks[problem.id][position]
+
+    def generate() -> None:
+        ended: set[str] = set()  # problems whose remaining samples are not made
+        try:
+            for problem, position, batch in batches():
+                if stop.is_set():
+                    return
+                if problem.id in ended:
+                    continue
+                rest = sum(len(c) for c in todo_chunks(problem.id)[position:])
+                if config.stop_at_first and is_solved(problem.id):
+                    finished.put((problem.id, None, rest))
+                    ended.add(problem.id)
+                    continue
+                try:
+                    samples = sampler.sample(problem, len(batch), batch[0])
+                except Exception as exc:  # this batch fails, the run goes on
+                    error = f"the proof generator failed: {describe_exception(exc)}"
+                    for index in batch:
+                        _put(_Candidate(problem, index, None, error))
+                    continue
+                for index, sample in zip(batch, samples, strict=False):
+                    _put(_Candidate(problem, index, sample))
+                if len(samples) < len(batch):  # the sampler has no more for it
+                    finished.put((problem.id, None, rest - len(samples)))
+                    ended.add(problem.id)
         finally:
             for _ in range(config.workers):
                 _put(None, force=True)
+
+    def todo_chunks(problem_id: str) -> list[list[int]]:
+        indices = todo[problem_id]
+        return [
+            indices[at : at + config.batch_size] for at in range(0, len(indices), config.batch_size)
+        ]
 
     def _put(item: _Candidate | None, force: bool = False) -> None:
         while True:  # wait for room (back-pressure), unless the run is stopping
