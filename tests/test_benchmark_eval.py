@@ -752,3 +752,100 @@ def test_prove_benchmark_says_what_is_missing(tmp_path, fixtures, capsys):
     assert_one_line_error(code, err, "--samples goes with --benchmark")
     code, _, err = run_cli(capsys, *base, "--benchmark", tmp_path / "nothing.jsonl")
     assert_one_line_error(code, err, "nothing.jsonl")
+
+
+# -- verification at scale ----------------------------------------------------------------------
+
+
+def test_the_pool_elaborates_the_imports_once_per_repl(transcripts):
+    """Two pieces of code under ``import Mathlib`` checked on one REPL, with Lean's real
+    recorded answers (each recorded in a fresh REPL right after the import): the import is
+    sent once, then each code in its environment; the recording refuses anything else."""
+    from leanloop.lean.repl import ReplServer
+    from leanloop.lean.replay import ReplayTransport
+    from leanloop.lean.verdict import Verdict
+    from leanloop.lean.verification import PoolVerifier
+
+    first, second = transcripts["Mathlib/test/exact"], transcripts["Mathlib/test/induction"]
+    assert first["requests"][0] == second["requests"][0] == {"cmd": "import Mathlib"}
+    exchanges = [
+        (first["requests"][0], first["responses"][0]),
+        (first["requests"][1], first["responses"][1]),
+        (second["requests"][1], second["responses"][1]),
+    ]
+    made: list[ReplayTransport] = []
+
+    def factory(key):
+        made.append(ReplayTransport(exchanges, name="import once"))
+        return ReplServer(made[-1])
+
+    codes = [f"import Mathlib\n{r['requests'][1]['cmd']}" for r in (first, second)]
+    verifier = PoolVerifier(factory, max_servers=1)
+    results = verifier.check_batch(codes, 60)
+    verifier.close()
+    assert len(made) == 1 and made[0].finished  # one REPL, every recorded exchange, in order
+    assert [r.result.verdict for r in results] == [Verdict.CONTAINS_SORRY] * 2
+    assert all(r.error is None and r.source == "lean" for r in results)
+
+
+def test_kimina_server_verifies_with_the_audit(recorded, tmp_path):
+    """Through a local server speaking Kimina Lean Server's wire format: Lean's recorded
+    messages for the model's code, and, at leanloop's audit lines, axiom reports of
+    leanloop's stand-in (not Lean output): the run audits axioms and counts what Lean accepted."""
+    from fastapi import FastAPI
+
+    from leanloop.lean.kimina import KiminaVerifier
+    from tests.audit_standin import audit_requests, axiom_report_text, without_audit
+    from tests.serve_support import live_server
+
+    root, _, rows = recorded
+    by_code = {row["code"].rstrip(): row["result"]["results"][0] for row in rows.values()}
+    served = FastAPI()
+    batches: list[int] = []
+
+    @served.post("/verify")
+    def verify(body: dict) -> dict:
+        batches.append(len(body["codes"]))
+        results = []
+        for item in body["codes"]:
+            code = item["proof"]
+            recorded_result = by_code.get(without_audit(code).rstrip())
+            if recorded_result is None:
+                results.append({"custom_id": item["custom_id"], "error": "unknown code"})
+                continue
+            response = dict(recorded_result.get("response") or {})
+            messages = list(response.get("messages") or [])
+            for name, line in audit_requests(code):
+                text = axiom_report_text(name.split(".")[-1], ["propext", "Classical.choice"])
+                messages.append(
+                    {"severity": "info", "pos": {"line": line, "column": 0}, "data": text}
+                )
+            results.append(
+                {
+                    "custom_id": item["custom_id"],
+                    "error": recorded_result.get("error"),
+                    "response": {**response, "messages": messages},
+                }
+            )
+        return {"results": results}
+
+    bench = BenchmarkFile(root / "bench.jsonl")
+    with live_server(served) as url:
+        verifier = KiminaVerifier(url, batch_size=4, retries=0)
+        run = run_benchmark(
+            bench,
+            bench.problems(),
+            RecordedSamples(root / "samples.jsonl"),
+            verifier,
+            config=BenchmarkConfig(prompt="chat", workers=2, verify_batch=4),
+            verifier_name=f"kimina:{url}",
+        )
+        verifier.close()
+    expected = sum(_lean_accepted(row) for row in rows.values())
+    assert sum(bool(r.verified) for r in run.problems) == expected
+    proved = [a for a in run.new if a.status is AttemptStatus.PROVED]
+    assert all(a.axioms == ("Classical.choice", "propext") for a in proved)
+    assert all(a.environment == "lean" for a in proved) and run.audited
+    assert max(batches) > 1  # candidates went in batches
+    timeouts = [a for a in run.new if a.status is AttemptStatus.TIMEOUT]
+    assert len(timeouts) == len(rows) - expected  # Kimina's "Lean process timed out"
