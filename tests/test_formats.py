@@ -86,3 +86,14 @@ def test_malformed_jsonl_line_names_file_line_and_field(tmp_path):
     message = str(caught.value)
     assert "\n" not in message
     assert "bad.jsonl" in message and "line 2" in message and "formal_statement" in message
+
+
+def test_database_imports_a_benchmark_as_a_repository_of_open_sorries(db, fixtures):
+    path = fixtures / "minif2f" / "minif2f.jsonl"
+    seen: list[int] = []
+    counts = db.import_dataset(path, progress=lambda done, _total: seen.append(done))
+    assert (counts.theorems_added, counts.repositories_added, seen[-1]) == (488, 1, 488)
+    repository = open_dataset(path).repository()
+    assert db.get_repository(repository.url, repository.commit) is not None
+    assert len(db.get_sorry_theorems(repository)) == 488
+    assert db.import_dataset(path).theorems_skipped == 488  # importing again changes nothing

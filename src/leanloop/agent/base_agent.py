@@ -301,7 +301,7 @@ class BaseAgent(ABC):
         """What ``prove()`` replays for a repository set up from a dataset: its open sorry
         theorems that have recorded steps other than ``sorry``, else the theorems with traced
         tactics in the test split of its export."""
-        from leanloop.data.leandojo import LeanDojoDataset
+        from leanloop.data import open_dataset
 
         sorries = [
             t
@@ -313,4 +313,4 @@ class BaseAgent(ABC):
         export = self.work_dir / "replay" / entry.slug
         self.database.export_merged_data([entry.repository], export)
         test = export / "random" / "test.json"
-        return [t for t in LeanDojoDataset(test).iter_theorems() if t.traced_tactics]
+        return [t for t in open_dataset(test).iter_theorems() if t.traced_tactics]

@@ -201,14 +201,14 @@ def evaluate_progress(
     """Mean absolute and squared error, in steps, of the progress model in ``checkpoint``
     (``ProgressTrainer``'s output_dir) on every step of the traced proofs in ``split`` of
     ``dataset`` (at most ``max_rows``)."""
-    from leanloop.data.leandojo import LeanDojoDataset
+    from leanloop.data import open_dataset
     from leanloop.ml.progress import ProgressScorer
     from leanloop.trainer.progress_data import progress_rows
 
     path = _split_path(dataset, split)
     chosen = _checkpoint(checkpoint)
     rows = []
-    for theorem in LeanDojoDataset(path).iter_theorems():
+    for theorem in open_dataset(path).iter_theorems():
         rows.extend(progress_rows(theorem))
         if max_rows is not None and len(rows) >= max_rows:
             rows = rows[:max_rows]

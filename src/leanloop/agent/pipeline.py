@@ -156,7 +156,7 @@ def _timed(report: RunReport, step: str, started: float) -> None:
 def _prepare(
     database: DynamicDatabase, dataset: Path, export: Path, config: RunConfig, say: Say
 ) -> DataSummary:
-    counts = database.import_leandojo(dataset)
+    counts = database.import_dataset(dataset)
     repositories = database.sort_repositories_by_difficulty()
     split = SplitConfig(val=config.val, test=config.test, seed=config.seed)
     exported = database.export_merged_data(repositories, export, split_config=split)
@@ -310,7 +310,7 @@ def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -
     """Search on the test theorems in the replay environment: the trained generator on the
     first ``search_theorems``, the recorded diagnostic on all (its outcome checks the data and
     the search together). What is found is replayed, not proved: no Lean checked it."""
-    from leanloop.data.leandojo import LeanDojoDataset
+    from leanloop.data import open_dataset
     from leanloop.prover.config import ProverConfig
     from leanloop.prover.hf import HFProver
     from leanloop.prover.recorded import RecordedProver
@@ -319,9 +319,7 @@ def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -
 
     export = out / "export"
     test = [
-        t
-        for t in LeanDojoDataset(export / "random" / "test.json").iter_theorems()
-        if t.traced_tactics
+        t for t in open_dataset(export / "random" / "test.json").iter_theorems() if t.traced_tactics
     ]
     servers = functools.partial(ReplayServer.from_dataset, export)
     settings = ProverConfig(

@@ -103,18 +103,17 @@ def setup_project(
 def setup_dataset(
     database: DynamicDatabase, path: str | os.PathLike, *, progress: Progress | None = None
 ) -> list[AgentRepository]:
-    """Import the LeanDojo-format dataset at ``path`` (what is stored already is left as it is)
-    and return each repository its theorems belong to."""
-    from leanloop.data.leandojo import LeanDojoDataset
+    """Import the dataset at ``path``, in any format ``data.open_dataset`` reads (what is stored
+    already is left as it is), and return each repository its theorems belong to."""
+    from leanloop.data import open_dataset
 
     location = Path(path).expanduser()
     if not location.exists():
         raise LeanloopError(f"dataset {location}: no such file or directory")
-    database.import_leandojo(location, progress=progress)
-    dataset = LeanDojoDataset(location)
+    database.import_dataset(location, progress=progress)
     pairs: dict[tuple[str, str], None] = {}
-    for item in dataset.iter_theorem_items(dataset.theorem_files(all_schemes=False)):
-        pairs.setdefault((str(item.raw.get("url")), str(item.raw.get("commit"))), None)
+    for theorem in open_dataset(location).iter_theorems():
+        pairs.setdefault((theorem.url, theorem.commit), None)
     found = []
     for url, commit in pairs:
         repository = database.get_repository(url, commit)

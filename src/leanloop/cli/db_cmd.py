@@ -1,5 +1,5 @@
-"""``leanloop db``: import LeanDojo-format data, export training splits, reset splits, show
-statistics and sorries."""
+"""``leanloop db``: import datasets (LeanDojo-format, benchmarks), export training splits, reset
+splits, show statistics and sorries."""
 
 from __future__ import annotations
 
@@ -36,19 +36,20 @@ def import_(
     source: str | None = typer.Argument(
         None,
         metavar="SOURCE",
-        help="A LeanDojo-format directory or split file (or 'source' in --config).",
+        help="A LeanDojo-format directory or split file, or a benchmark (.jsonl, .lean) "
+        "(or 'source' in --config).",
         show_default=False,
     ),
     db: str | None = DB_OPTION,
     keep_splits: bool | None = typer.Option(
         None,
         "--keep-splits/--new-splits",
-        help="Keep the dataset's own train/val/test assignment [default: new splits].",
+        help="Keep a LeanDojo dataset's own train/val/test assignment [default: new splits].",
         show_default=False,
     ),
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """Import a LeanDojo-format dataset (or part of one) into the database."""
+    """Import a dataset into the database: LeanDojo-format (or part of one), or a benchmark."""
     s = command_settings(
         config,
         {"source": (str | None, None), "db": (str | None, None), "keep_splits": (bool, False)},
@@ -61,7 +62,7 @@ def import_(
     path = existing_path(s.source, "source")
     database = open_database(s.db)
     with progress_bar(f"importing {path.name}") as update:
-        counts = database.import_leandojo(path, keep_splits=s.keep_splits, progress=update)
+        counts = database.import_dataset(path, keep_splits=s.keep_splits, progress=update)
     console.print(
         f"imported into {database.description}: "
         f"{counts.theorems_added} theorems ({counts.theorems_skipped} already present), "

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+from leanloop.data.formats import open_dataset
 from leanloop.data.leandojo.format import SCHEMES
-from leanloop.data.leandojo.reader import LeanDojoDataset
 from leanloop.data.records import (
     Premise,
     ProofAttempt,
@@ -104,7 +104,7 @@ class DynamicDatabase:
                 batch_size=batch_size,
             )
 
-    def import_leandojo(
+    def import_dataset(
         self,
         path: str | Path,
         *,
@@ -112,16 +112,21 @@ class DynamicDatabase:
         progress: Progress | None = None,
         batch_size: int = 1000,
     ) -> IngestCounts:
-        """Import a LeanDojo-format dataset (a directory, part of one, or one split file).
+        """Import a dataset in any format ``data.open_dataset`` reads: a LeanDojo-format one (a
+        directory, part of one, or one split file) or a benchmark of statements (``.jsonl``,
+        ``.lean``: a repository of its own, its theorems open sorries).
 
-        With ``keep_splits`` the dataset's own train/val/test labels become the theorems' splits
-        (unless a theorem already has one); otherwise splits are assigned at export time.
+        With ``keep_splits`` a LeanDojo dataset's own train/val/test labels become the theorems'
+        splits (unless a theorem already has one); otherwise splits are assigned at export time.
         """
-        dataset = LeanDojoDataset(path)
+        dataset = open_dataset(path)
         with without_cycle_collection(), self.transaction() as conn:
-            return import_dataset(
+            return import_dataset(  # the loader's, not this method
                 conn, dataset, keep_splits=keep_splits, progress=progress, batch_size=batch_size
             )
+
+    #: The name ``import_dataset`` had when LeanDojo was the only format read.
+    import_leandojo = import_dataset
 
     def trace_repository(
         self,

@@ -1,5 +1,6 @@
 """Load records into the database inside the caller's transaction, in batches: a repository's
-traced records, or a whole LeanDojo-format dataset (its theorems, corpus and traced files)."""
+traced records, or a whole dataset in any format ``data.formats`` reads (a LeanDojo-format one
+with its split labels, corpus and traced files)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import orjson
 from pydantic import BaseModel
 from sqlalchemy.engine import Connection
 
+from leanloop.data.formats import DatasetReader
 from leanloop.data.leandojo.reader import LeanDojoDataset
 from leanloop.data.records import Repository, SourceFile, Theorem, TheoremKey
 from leanloop.database.assign import record_split_settings, stored_split_settings
@@ -82,15 +84,54 @@ def add_records(
 
 def import_dataset(
     conn: Connection,
-    dataset: LeanDojoDataset,
+    dataset: DatasetReader,
     *,
     keep_splits: bool,
     progress: Progress | None,
     batch_size: int,
 ) -> IngestCounts:
     """Add every theorem of ``dataset`` to the repository and commit it names, then its corpus
-    and traced files (to the repository of the theorems in the same file, else the one
-    ``metadata.json`` names); with ``keep_splits`` the dataset's split labels are stored."""
+    files. A LeanDojo-format dataset is read by its items (its theorems may name several
+    repositories, it has traced files and split labels); any other format gives one
+    ``repository()`` that all its records belong to."""
+    if isinstance(dataset, LeanDojoDataset):
+        return _import_leandojo(
+            conn, dataset, keep_splits=keep_splits, progress=progress, batch_size=batch_size
+        )
+    repository = dataset.repository()
+    if repository is None:
+        raise DataFormatError(str(dataset.path), f"a {dataset.format} dataset without a repository")
+    theorems: Iterable[Theorem] = dataset.iter_theorems()
+    if progress is not None:
+        theorems = _reporting(theorems, progress)
+    return add_records(
+        conn,
+        repository,
+        theorems,
+        dataset.iter_source_files(),
+        (),
+        source=f"{dataset.format}:{dataset.path}",
+        batch_size=batch_size,
+    )
+
+
+def _reporting(theorems: Iterable[Theorem], progress: Progress) -> Iterable[Theorem]:
+    for done, theorem in enumerate(theorems, start=1):
+        yield theorem
+        progress(done, None)
+
+
+def _import_leandojo(
+    conn: Connection,
+    dataset: LeanDojoDataset,
+    *,
+    keep_splits: bool,
+    progress: Progress | None,
+    batch_size: int,
+) -> IngestCounts:
+    """The theorems of a LeanDojo-format dataset, each in the repository and commit it names,
+    then its corpus and traced files (to the repository of the theorems in the same file, else
+    the one ``metadata.json`` names); with ``keep_splits`` its split labels are stored."""
     source = f"leandojo:{dataset.path}"
     ingest = Ingest(conn, batch_size=batch_size)
     seen: dict[tuple[TheoremKey, str], int] = {}  # theorem at a commit -> hash of its content

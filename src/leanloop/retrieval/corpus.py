@@ -95,10 +95,9 @@ class Corpus:
     def from_dataset(cls, dataset_dir: str | Path, theorems: Iterable[Theorem] = ()) -> Corpus:
         """The corpus of an exported dataset: ``corpus.jsonl`` when it lists any file, completed
         with the premises that the tactics of ``theorems`` refer to and it lacks."""
-        from leanloop.data.leandojo import LeanDojoDataset
+        from leanloop.data import open_dataset
 
-        dataset = LeanDojoDataset(dataset_dir)
-        files = list(dataset.iter_source_files())
+        files = list(open_dataset(dataset_dir).iter_source_files())
         if not files:
             log.info("%s lists no corpus files: premises taken from the tactics", dataset_dir)
         return cls.from_theorems(theorems, files)
@@ -228,9 +227,9 @@ class CandidatePool:
     def of_dataset(cls, dataset_dir: str | Path, train: Iterable[Theorem]) -> CandidatePool:
         """``corpus.jsonl`` when it lists any file (with the premises the tactics of ``train``
         refer to that it lacks), else the premises the tactics of ``train`` refer to."""
-        from leanloop.data.leandojo import LeanDojoDataset
+        from leanloop.data import open_dataset
 
-        files = list(LeanDojoDataset(dataset_dir).iter_source_files())
+        files = list(open_dataset(dataset_dir).iter_source_files())
         corpus = Corpus.from_theorems(train, files)
         if not files:
             log.info("%s lists no corpus files: candidates from the train split", dataset_dir)

@@ -129,9 +129,9 @@ def split_file(dataset_dir: str | Path, scheme: str, split: str) -> Path:
 
 def load_split(dataset_dir: str | Path, scheme: str, split: str) -> list[Theorem]:
     """The theorems of one split of a dataset directory."""
-    from leanloop.data.leandojo import LeanDojoDataset
+    from leanloop.data import open_dataset
 
-    return list(LeanDojoDataset(split_file(dataset_dir, scheme, split)).iter_theorems())
+    return list(open_dataset(split_file(dataset_dir, scheme, split)).iter_theorems())
 
 
 def load_all_splits(dataset_dir: str | Path, scheme: str) -> dict[str, list[Theorem]]:

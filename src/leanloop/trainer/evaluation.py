@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, computed_field
 
-from leanloop.data.leandojo import LeanDojoDataset
+from leanloop.data import open_dataset
 from leanloop.data.prompt import PromptExample, PromptFormat, is_recorded_tactic
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
@@ -78,7 +78,7 @@ def load_examples(
                 f"missing data split file {path}",
                 hint="give a LeanDojo split file (e.g. random/test.json) or a dataset directory",
             )
-        theorems: Iterable[Theorem] = LeanDojoDataset(path).iter_theorems()
+        theorems: Iterable[Theorem] = open_dataset(path).iter_theorems()
     else:
         theorems = source
     examples = []

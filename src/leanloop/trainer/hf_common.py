@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, Field
 
 from leanloop.atomic import replace_directory
-from leanloop.data.leandojo import LeanDojoDataset
+from leanloop.data import open_dataset
 from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
@@ -227,7 +227,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 )
             return []
         rows: list[dict[str, Any]] = []
-        theorems = LeanDojoDataset(path).iter_theorems()
+        theorems = open_dataset(path).iter_theorems()
         for example in self.config.prompt_format.examples(theorems):
             rows.append(self.example_row(example))
             if limit is not None and len(rows) >= limit:
