@@ -39,9 +39,9 @@ class RecordedGenerator:
 
     @classmethod
     def from_dataset(cls, path: str | os.PathLike, *, seed: int = 0) -> RecordedGenerator:
-        from leanloop.data.leandojo import LeanDojoDataset
+        from leanloop.data.formats import open_dataset
 
-        return cls(LeanDojoDataset(Path(path)).iter_theorems(), seed=seed)
+        return cls(open_dataset(Path(path)).iter_theorems(), seed=seed)
 
     def recorded(self, state: str) -> list[str]:
         """The tactics recorded from ``state`` (each once)."""

@@ -124,9 +124,9 @@ class ReplayServer(LeanServer):
     @classmethod
     def from_dataset(cls, path: str | os.PathLike) -> ReplayServer:
         """The theorems of a LeanDojo-format dataset (a directory or a split file)."""
-        from leanloop.data.leandojo import LeanDojoDataset
+        from leanloop.data.formats import open_dataset
 
-        return cls(LeanDojoDataset(Path(path)).iter_theorems())
+        return cls(open_dataset(Path(path)).iter_theorems())
 
     @classmethod
     def from_database(
