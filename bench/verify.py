@@ -2,8 +2,8 @@
 
 Both check the same snippets (miniF2F statements from $LEANLOOP_FIXTURES, each with a proof, all
 under one header, ``import Mathlib`` and ``import Aesop``, so both reuse REPLs per header) through
-``--repls`` processes of ONE stand-in REPL program, ``bench/standin_repl.py``: the REPL's JSON
-protocol, its own answers (``{"env": n}``, never Lean output), ``--latency-ms`` per command and
+``--repls`` processes of ONE stand-in REPL program, ``bench/support/standin_repl.py``: the REPL's
+JSON protocol, its own answers (``{"env": n}``, never Lean output), ``--latency-ms`` per command and
 ``--import-s`` for the import header (each side sends it once per process). Both start it as Lean
 servers are started, ``lake env <repl>`` in the project directory, with one stand-in ``lake``
 script (``lake env PROG`` runs PROG): first on Kimina's ``PATH``, ``ReplLauncher(lake=...)`` for
@@ -68,7 +68,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-STANDIN = Path(__file__).with_name("standin_repl.py")
+STANDIN = Path(__file__).parent / "support" / "standin_repl.py"
 REQUIREMENTS = Path(__file__).with_name("requirements-kimina.txt")
 KIMINA_VENV = REPO / "build" / "bench-kimina-venv"
 KIMINA_VERSION = "2.1.3"
@@ -610,7 +610,7 @@ def main() -> int:
     print(
         f"{len(codes)} snippets ({source}, one proof each, one header: import Mathlib, import "
         f"Aesop); {repls} stand-in REPL processes a side: {latency:g} ms a command, "
-        f"{import_s:g} s an import (bench/standin_repl.py: its own answers, not Lean's)"
+        f"{import_s:g} s an import (bench/support/standin_repl.py: its own answers, not Lean's)"
     )
     kimina_runs: list[Run] = []
     why = ""
