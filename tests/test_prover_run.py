@@ -236,3 +236,42 @@ def test_a_candidate_that_breaks_the_code_after_it_is_rejected_and_the_next_trie
     assert attempt.status is AttemptStatus.PROVED and attempt.proof == ("trivial",)
     # the unfinished one was rejected by Lean, the one leaving its block never reached Lean
     assert len(server.checked) == 2 and not server.checked[0].startswith("\ufeff")
+
+
+def test_a_benchmark_statement_is_searched_from_its_own_source(tmp_path):
+    """A benchmark's statements have no file: the engine starts each from the source its
+    problem gives, and the proof Lean judges is the benchmark's code with it."""
+    from leanloop.data.benchmark import BenchmarkFile
+
+    path = tmp_path / "toy.jsonl"
+    path.write_text(
+        '{"name": "a", "split": "test", "header": "import Mathlib\\n\\nopen Nat\\n\\n", '
+        '"formal_statement": "theorem a (n : ℕ) : n + 0 = n := by\\n"}\n'
+    )
+    bench = BenchmarkFile(path)
+    (problem,) = bench.problems()
+    theorem = bench.theorem(problem)
+    started = []
+
+    class Recording(Toy):
+        def start_theorem(self, theorem):
+            started.append(theorem)
+            return super().start_theorem(theorem)
+
+    toy = Recording(provable={"a"})
+    outcome = run_proofs(
+        [theorem],
+        prover(),
+        lambda: toy,
+        sources={(theorem.key, theorem.commit): problem.theorem_source()},
+    )
+    source = started[0]  # (started again to re-check the proof found)
+    assert all(s == source for s in started)
+    assert source.signature == "(n : ℕ) : n + 0 = n" and "open Nat" in source.prefix
+    (attempt,) = outcome.attempts
+    assert attempt.status is AttemptStatus.PROVED and attempt.url == "benchmark:toy"
+    (code,) = toy.checked
+    assert code.startswith("import Mathlib\n\nopen Nat") and "theorem a (n : ℕ) : n + 0 = n" in code
+    # without the source, the record (no file anywhere) cannot be started on Lean
+    failed = run_proofs([theorem], prover(), lambda: Recording(provable={"a"}))
+    assert failed.attempts[0].status is AttemptStatus.ERROR

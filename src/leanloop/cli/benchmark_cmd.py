@@ -206,7 +206,9 @@ def _verifier(spec: str, project: str | None, config: BenchmarkConfig):
                 hint="a Lean project with the benchmark's imports (Mathlib) built, or "
                 "--verifier kimina:URL / recorded:FILE",
             )
-        launcher = lean_launcher(user_path(project), timeout=config.timeout)
+        launcher = lean_launcher(
+            user_path(project), timeout=config.timeout, memory_limit_mb=config.memory_limit_mb
+        )
         return PoolVerifier(launcher, max_servers=config.workers)
     raise LeanloopError(f"--verifier {spec}: expected pool, kimina:URL or recorded:FILE")
 

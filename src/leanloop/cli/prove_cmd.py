@@ -380,7 +380,11 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
 
 
 def lean_launcher(
-    root: str | Path | None, settings: ProverConfig | None = None, *, timeout: float | None = None
+    root: str | Path | None,
+    settings: ProverConfig | None = None,
+    *,
+    timeout: float | None = None,
+    memory_limit_mb: float | None = None,
 ):
     """The Lean REPLs of a project (each request bounded by ``timeout``, else the tactic
     timeout of ``settings``), after checking that Lean is there (a machine without Lean hears
@@ -394,7 +398,7 @@ def lean_launcher(
             return require(None)
         if timeout is None:
             timeout = (settings or ProverConfig()).tactic_timeout
-        return ReplLauncher.for_project(root, timeout=timeout)
+        return ReplLauncher.for_project(root, timeout=timeout, memory_limit_mb=memory_limit_mb)
     except (ToolchainNotFound, ServerNotFound) as exc:
         raise LeanloopError(
             f"proving needs Lean, which is not installed here ({exc.message})",

@@ -124,6 +124,9 @@ class BenchmarkConfig(ConfigBase):
         32, ge=1, description="Candidates waiting for verification at most (back-pressure)."
     )
     timeout: float = Field(300.0, gt=0, description="Seconds per Lean check.")
+    memory_limit_mb: float | None = Field(
+        None, gt=0, description="Memory a REPL of the pool may use (it is restarted past it)."
+    )
     max_tokens: int = Field(2048, ge=1, description="Tokens per sampled proof at most.")
     temperature: float = Field(1.0, ge=0, description="Sampling temperature.")
     allowed_axioms: tuple[str, ...] = Field(
