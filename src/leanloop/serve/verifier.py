@@ -4,10 +4,9 @@ are reused by the imports they have elaborated), or say in one line why Lean is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from leanloop.lean.elaboration import Elaboration
 from leanloop.lean.errors import LeanError, LeanRequestError, ServerError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.repl import split_header
+from leanloop.lean.verification import time_limit
 from leanloop.serve.admission import Gate
 from leanloop.serve.config import LeanConfig
 from leanloop.serve.errors import Unavailable
@@ -115,7 +115,7 @@ class Verifier:
                 # the imports (elaborated once per REPL, e.g. Mathlib's) under the server's own
                 # limit: timing them out would lose them and the next request would start over
                 server.environment(header)
-                with _time_limit(server, timeout):
+                with time_limit(server, timeout):
                     elaboration = server.elaborate(code)
         except (LeanRequestError, ServerError) as exc:
             return Checked(None, exc.message, time.monotonic() - start)
@@ -127,18 +127,3 @@ class Verifier:
                 self._pool.close()
                 self._pool = None
         self._executor.shutdown(wait=True)
-
-
-@contextlib.contextmanager
-def _time_limit(server: Any, seconds: float) -> Iterator[None]:
-    """Lower the time a REPL process may take per command to ``seconds`` while it is leased."""
-    transport = getattr(getattr(server, "client", None), "transport", None)
-    if transport is None or not isinstance(getattr(transport, "timeout", None), int | float):
-        yield
-        return
-    configured = transport.timeout
-    transport.timeout = min(configured, seconds)
-    try:
-        yield
-    finally:
-        transport.timeout = configured
