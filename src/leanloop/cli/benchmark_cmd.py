@@ -98,19 +98,33 @@ def _run_whole(
     from leanloop.prover.sampling import run_benchmark
 
     total = len(problems) * config.samples
-    done = verified = 0
+    done = verified = problems_done = 0
+
+    def on_start(count: int) -> None:
+        nonlocal total
+        total = count  # the samples an earlier call of the run made are not made again
+
     started = time.perf_counter()
     out = err_console if request.json_lines else console
     with progress_bar(f"{bench.name}: {len(problems)} problems × {config.samples}") as update:
+
+        def note() -> str:
+            rate = done / max(time.perf_counter() - started, 1e-9)
+            return (
+                f"({problems_done}/{len(problems)} problems, {verified} samples verified, "
+                f"{rate:.1f} samples/s)"
+            )
 
         def on_sample(attempt) -> None:
             nonlocal done, verified
             done += 1
             verified += attempt.status.value == "proved"
-            rate = done / max(time.perf_counter() - started, 1e-9)
-            update(done, total, f"({verified} verified, {rate:.1f} samples/s)")
+            update(done, total, note())
 
         def on_problem(result) -> None:
+            nonlocal problems_done
+            problems_done += 1
+            update(done, total, note())
             if request.json_lines:
                 typer.echo(_problem_line(result))
 
@@ -126,6 +140,7 @@ def _run_whole(
                 verifier_name=verifier_name,
                 on_sample=on_sample,
                 on_problem=on_problem,
+                on_start=on_start,
             )
         finally:
             verifier.close()

@@ -200,6 +200,7 @@ def run_benchmark(
     verifier_name: str = "",
     on_sample: Callable[[ProofAttempt], None] | None = None,
     on_problem: Callable[[ProblemResult], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> BenchmarkRun:
     """Sample and verify ``config.samples`` proofs of every problem (see the module's text).
 
@@ -207,7 +208,8 @@ def run_benchmark(
     those that ended in an error; with ``stop_at_first`` a problem verified before is not
     sampled again, and its remaining samples are not made once one is verified.
     ``on_sample(attempt)`` is called for each sample as it is stored and ``on_problem(result)``
-    when a problem has all its samples."""
+    when a problem has all its samples; ``on_start(count)`` first, with the number of samples
+    this call makes at most."""
     config = config or BenchmarkConfig()
     started = time.perf_counter()
     url, commit = benchmark.url, benchmark.commit
@@ -394,6 +396,8 @@ def run_benchmark(
         )
 
     left = {problem_id: len(indices) for problem_id, indices in todo.items()}
+    if on_start is not None:
+        on_start(sum(left.values()))
     for problem in problems:
         if problem.id not in left and on_problem is not None:
             on_problem(results[problem.id])
