@@ -154,10 +154,15 @@ class BaseAgent(ABC):
         return trainer.train(repos, self.database, self.data_path)
 
     def _train_progress(self, trainer: Any, repos: list[Repository]) -> Path:
+        from leanloop.ml import distributed
         from leanloop.trainer.progress_data import build_progress_dataset
 
         rows = self.data_path / "progress.jsonl"
-        if build_progress_dataset(self.database, rows, repos) == 0:
+        processes = distributed.current()
+        if processes.is_main:  # the others read the rows it wrote
+            build_progress_dataset(self.database, rows, repos)
+        processes.barrier()
+        if not rows.is_file() or not rows.read_text().strip():
             raise LeanloopError(
                 "the repositories hold no traced proof to learn progress from",
                 hint="set up repositories with traced tactics",

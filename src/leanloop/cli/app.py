@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 
 from leanloop.cli import (
+    common,
     data_cmd,
     db_cmd,
     evaluate_cmd,
@@ -77,6 +78,7 @@ def _configure_logging(level: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; user errors become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
+    common.remember_invocation(list(sys.argv[1:] if argv is None else argv))
     try:
         command.main(args=argv, prog_name="leanloop", standalone_mode=True)
     except SystemExit as exc:  # usage errors (2), --help and normal ends

@@ -232,3 +232,15 @@ def existing_path(value: str | Path, what: str) -> Path:
     if not path.exists():
         raise LeanloopError(f"{what} {path}: no such file or directory")
     return path
+
+
+_INVOCATION: list[str] = []
+
+
+def remember_invocation(argv: list[str]) -> None:
+    """The arguments ``leanloop`` was started with (what ``--nproc`` starts again)."""
+    _INVOCATION[:] = argv
+
+
+def invocation() -> list[str]:
+    return list(_INVOCATION)

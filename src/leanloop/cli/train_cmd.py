@@ -18,6 +18,7 @@ from leanloop.cli.common import (
     select_repositories,
     user_path,
 )
+from leanloop.cli.launch import NPROC_OPTION, relaunched
 from leanloop.errors import LeanloopError
 
 app = new_app(
@@ -78,8 +79,11 @@ def _setup(db: str | None, repo: list[str]):
 
 def _train(agent, repositories) -> list[Path]:
     """Train ``agent`` on ``repositories`` (all when None) in curriculum order."""
+    from leanloop.ml import distributed
+
     order = agent.curriculum(repositories)
-    console.print(f"training on {len(order)} repositories: {', '.join(map(str, order))}")
+    if distributed.current().is_main:
+        console.print(f"training on {len(order)} repositories: {', '.join(map(str, order))}")
     return agent.train(order)
 
 
@@ -88,6 +92,10 @@ def _train_hf(trainer, database, repositories, data: Path | None) -> None:
 
     agent = HFAgent(trainer, database, data_path=user_path(data) if data else None)
     checkpoints = _train(agent, repositories)
+    from leanloop.ml import distributed
+
+    if not distributed.current().is_main:
+        return  # the main process reports
     for report in trainer.reports:
         figures = ", ".join(f"{k} {v:.4g}" for k, v in sorted(report.metrics.items()))
         console.print(
@@ -111,8 +119,11 @@ def sft(
     batch_size: int | None = BATCH_OPTION,
     lr: float | None = LR_OPTION,
     max_steps: int | None = MAX_STEPS_OPTION,
+    nproc: int | None = NPROC_OPTION,
 ) -> None:
     """Supervised fine-tuning of a tactic generator (SFTTrainer, SFTTrainerConfig fields)."""
+    if relaunched(nproc):
+        return
     from leanloop.trainer.sft import SFTTrainer
     from leanloop.trainer.sft_config import SFTTrainerConfig
 
@@ -167,9 +178,12 @@ def grpo(
     ),
     lr: float | None = LR_OPTION,
     max_steps: int | None = MAX_STEPS_OPTION,
+    nproc: int | None = NPROC_OPTION,
 ) -> None:
     """Reinforcement learning of a tactic generator with GRPO (GRPOTrainer, GRPOTrainerConfig
     fields, and reward_func: a list of reward names)."""
+    if relaunched(nproc):
+        return
     from leanloop.trainer.grpo import GRPOTrainer
     from leanloop.trainer.grpo_config import GRPOTrainerConfig
 
@@ -242,10 +256,13 @@ def retrieval(
     lambda_value: float | None = typer.Option(
         None, "--lambda", min=0, metavar="λ", help="lambda_value: the EWC weight (0: no EWC)."
     ),
+    nproc: int | None = NPROC_OPTION,
 ) -> None:
     """Train the premise retriever as LeanAgent does (RetrievalTrainer, TrainingConfig fields):
     progressive with EWC, and after each repository R@10 on every earlier one (lifelong.json
     and lifelong.png in the output directory)."""
+    if relaunched(nproc):
+        return
     from leanloop.agent.lean_agent import LeanAgent
     from leanloop.trainer.retrieval_config import TrainingConfig
 
@@ -296,10 +313,13 @@ def progress(
     lr: float | None = typer.Option(
         None, "--lr", metavar="RATE", help="learning_rate: peak learning rate."
     ),
+    nproc: int | None = NPROC_OPTION,
 ) -> None:
     """Train the progress model (ProgressTrainer, ProgressTrainerConfig fields) on the steps of
     the repositories' traced proofs, written to DATA/progress.jsonl (it replaces the
     configuration's data_path)."""
+    if relaunched(nproc):
+        return
     from leanloop.trainer.progress import ProgressTrainer
     from leanloop.trainer.progress_config import ProgressTrainerConfig
     from leanloop.trainer.progress_data import build_progress_dataset

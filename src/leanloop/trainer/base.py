@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from leanloop.atomic import write_text_atomic
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
+from leanloop.ml import distributed
 from leanloop.ml.models import LATEST_FILE
 
 if TYPE_CHECKING:
@@ -77,6 +78,11 @@ class CurriculumTrainer(ABC):
     files are also mirrored at the top of ``output_dir`` (see ``mirror_checkpoint``); then
     ``after_step(step)`` is called, when given (e.g. to evaluate the new checkpoint on every
     repository seen so far while ``step.dataset_dir`` still holds their export).
+
+    Run as several processes (``torchrun``, ``accelerate launch``, ``leanloop train --nproc``),
+    every process walks the same repositories in the same order and trains; the main process
+    alone exports the data, saves the checkpoint, moves ``LATEST`` and calls ``after_step``,
+    and the others wait for it at a barrier before they read what it wrote.
     """
 
     output_dir: Path
@@ -91,14 +97,18 @@ class CurriculumTrainer(ABC):
     ) -> list[Path]:
         if not repos:
             raise LeanloopError("no repositories to train on")
+        processes = distributed.current()
         output_dir = Path(self.output_dir)
-        output_dir.mkdir(parents=True, exist_ok=True)
+        if processes.is_main:
+            output_dir.mkdir(parents=True, exist_ok=True)
         checkpoints: list[Path] = []
         seen: list[Repository] = []
         for index, repository in enumerate(repos):
             seen.append(repository)
             dataset_dir = Path(data_path)
-            database.export_merged_data(seen, dataset_dir)
+            if processes.is_main:
+                database.export_merged_data(seen, dataset_dir)
+            processes.barrier()  # the others read the export the main process wrote
             step = CurriculumStep(
                 index=index,
                 repository=repository,
@@ -106,12 +116,14 @@ class CurriculumTrainer(ABC):
                 dataset_dir=dataset_dir,
                 checkpoint_dir=output_dir / checkpoint_name(index, repository),
             )
-            self.train_step(step)
-            write_text_atomic(output_dir / LATEST_FILE, step.checkpoint_dir.name + "\n")
-            mirror_checkpoint(step.checkpoint_dir, output_dir)
+            self.train_step(step)  # every process; the main one saves the checkpoint
+            if processes.is_main:
+                write_text_atomic(output_dir / LATEST_FILE, step.checkpoint_dir.name + "\n")
+                mirror_checkpoint(step.checkpoint_dir, output_dir)
+                if after_step is not None:
+                    after_step(step)
             checkpoints.append(step.checkpoint_dir)
-            if after_step is not None:
-                after_step(step)
+            processes.barrier()  # the next export waits for this step to be complete
         return checkpoints
 
     @abstractmethod

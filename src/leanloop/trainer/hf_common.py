@@ -22,6 +22,7 @@ from leanloop.atomic import replace_directory
 from leanloop.data import open_dataset
 from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
+from leanloop.ml import distributed
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.generation import CHECKPOINT_INFO
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
@@ -323,8 +324,13 @@ class HFCurriculumTrainer(CurriculumTrainer):
         report: StepReport | None = None,
     ) -> Path:
         """Write the model (or its LoRA adapter), the tokenizer, the log history and the training
-        curves to ``directory``; it appears complete or not at all."""
+        curves to ``directory``; it appears complete or not at all. Among several processes the
+        main one writes it (the model is the same on all) and the others wait for it."""
         directory = Path(directory)
+        processes = distributed.current()
+        if not processes.is_main:
+            processes.barrier()
+            return directory
         history = history or []
         with replace_directory(
             directory, may_replace=lambda path: (path / CHECKPOINT_INFO).is_file()
@@ -351,6 +357,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 info["report"] = report.model_dump(mode="json")
             (staging / CHECKPOINT_INFO).write_text(json.dumps(info, indent=1))
         log.info("saved %s", directory)
+        processes.barrier()
         return directory
 
 

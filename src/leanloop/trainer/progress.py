@@ -187,6 +187,7 @@ class ProgressTrainer:
             set_seed,
         )
 
+        from leanloop.ml import distributed
         from leanloop.ml.pretrained import load_pretrained
         from leanloop.trainer.plots import plot_curves
 
@@ -237,8 +238,10 @@ class ProgressTrainer:
         setattr(trainer.model.config, MEAN_KEY, mean)
         setattr(trainer.model.config, STD_KEY, std)
         setattr(trainer.model.config, MAX_LENGTH_KEY, max_length)
-        trainer.save_model(str(self.output_dir))
-        tokenizer.save_pretrained(self.output_dir)
+        trainer.save_model(str(self.output_dir))  # by the main process alone
+        processes = distributed.current()
+        if processes.is_main:
+            tokenizer.save_pretrained(self.output_dir)
         self.metrics = {
             "mse": final["eval_mse"],
             "mae": final["eval_mae"],
@@ -252,13 +255,15 @@ class ProgressTrainer:
             "steps_mean": mean,
             "steps_std": std,
         }
-        (self.output_dir / METRICS_FILE).write_text(json.dumps(self.metrics, indent=2) + "\n")
-        plot_curves(
-            trainer.state.log_history,
-            self.output_dir / "training_curves.png",
-            title="steps remaining",
-        )
-        shutil.rmtree(work, ignore_errors=True)
+        if processes.is_main:
+            (self.output_dir / METRICS_FILE).write_text(json.dumps(self.metrics, indent=2) + "\n")
+            plot_curves(
+                trainer.state.log_history,
+                self.output_dir / "training_curves.png",
+                title="steps remaining",
+            )
+            shutil.rmtree(work, ignore_errors=True)
+        processes.barrier()
         log.info(
             "progress model saved to %s: MSE %.3f, MAE %.3f steps",
             self.output_dir,

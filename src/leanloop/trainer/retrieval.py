@@ -260,18 +260,20 @@ class RetrievalTrainer(CurriculumTrainer):
             ewc_repositories=model.ewc.repositories,
         )
 
-        with replace_directory(
-            step.checkpoint_dir, may_replace=lambda p: (p / CHECKPOINT_FILE).is_file()
-        ) as staging:
-            model.save_retriever(staging, trainer)
-            history = _read_csv_log(work_dir / "logs" / "metrics.csv")
-            if (work_dir / "logs" / "metrics.csv").is_file():
-                shutil.copy(work_dir / "logs" / "metrics.csv", staging / "metrics.csv")
-            from leanloop.trainer.plots import plot_curves
+        if trainer.is_global_zero:  # one process writes the checkpoint; the others wait
+            with replace_directory(
+                step.checkpoint_dir, may_replace=lambda p: (p / CHECKPOINT_FILE).is_file()
+            ) as staging:
+                model.save_retriever(staging, trainer)
+                history = _read_csv_log(work_dir / "logs" / "metrics.csv")
+                if (work_dir / "logs" / "metrics.csv").is_file():
+                    shutil.copy(work_dir / "logs" / "metrics.csv", staging / "metrics.csv")
+                from leanloop.trainer.plots import plot_curves
 
-            plot_curves(history, staging / "training_curves.png", title=str(step.repository))
-            (staging / "metrics.json").write_text(report.model_dump_json(indent=2) + "\n")
-        shutil.rmtree(work_dir, ignore_errors=True)
+                plot_curves(history, staging / "training_curves.png", title=str(step.repository))
+                (staging / "metrics.json").write_text(report.model_dump_json(indent=2) + "\n")
+            shutil.rmtree(work_dir, ignore_errors=True)
+        trainer.strategy.barrier("leanloop-checkpoint")
         self.reports.append(report)
         self._start = str(step.checkpoint_dir)
 

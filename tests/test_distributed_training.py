@@ -1,0 +1,159 @@
+"""Training as several processes on this machine (CPU, gloo), started as users start it: the
+launcher (``torch.distributed.run``, what ``torchrun`` runs) and ``leanloop train --nproc``. The
+main process alone writes the export, the checkpoint and ``LATEST``; the processes end with the
+same weights; one process that fails ends the run with one line naming its rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leanloop.database import DynamicDatabase
+from tests.tiny_causal import shared_tiny_model
+
+pytestmark = pytest.mark.multiprocess
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "tests" / "distributed" / "sft_run.py"
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO / 'src'}{os.pathsep}{REPO}",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+    }
+    env.pop("WORLD_SIZE", None)
+    env.pop("RANK", None)
+    return {**env, **extra}
+
+
+def _launch(nproc: int, args: list[str], **env: str) -> subprocess.CompletedProcess:
+    from leanloop.cli.launch import free_port
+
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes=1",
+        f"--nproc-per-node={nproc}",
+        "--master-addr=127.0.0.1",
+        f"--master-port={free_port()}",
+        str(SCRIPT),
+        *args,
+    ]
+    return subprocess.run(
+        command, env=_env(**env), capture_output=True, text=True, timeout=600, cwd=REPO
+    )
+
+
+@pytest.fixture(scope="module")
+def prepared(sample_dir, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ddp")
+    database = DynamicDatabase(root / "db.sqlite")
+    database.import_leandojo(sample_dir)
+    return root, shared_tiny_model(sample_dir)
+
+
+def _run(prepared, name: str, nproc: int, batch: int, steps: int, **env: str):
+    root, model = prepared
+    out = root / name
+    args = [
+        str(model),
+        str(root / "db.sqlite"),
+        str(out / "model"),
+        str(out / "data"),
+        str(out / "digests"),
+        str(batch),
+        str(steps),
+    ]
+    if nproc == 1:
+        result = subprocess.run(
+            [sys.executable, str(SCRIPT), *args],
+            env=_env(),
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=REPO,
+        )
+    else:
+        result = _launch(nproc, args, **env)
+    return out, result
+
+
+def test_two_processes_make_one_complete_checkpoint(prepared):
+    out, result = _run(prepared, "two", nproc=2, batch=2, steps=2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    model = out / "model"
+    latest = (model / "LATEST").read_text().strip()
+    checkpoints = [p for p in model.iterdir() if p.is_dir() and p.name.startswith("repo")]
+    assert [p.name for p in checkpoints] == [latest]  # one checkpoint, LATEST names it
+    files = {p.name for p in (model / latest).iterdir()}
+    assert "config.json" in files and "model.safetensors" in files, files
+    assert not [p for p in model.iterdir() if p.name.startswith(".") and "staging" in p.name]
+    info = json.loads((model / latest / "leanloop_checkpoint.json").read_text())
+    assert info["report"]["global_steps"] == 2
+    # one export, written by the main process
+    assert (out / "data" / "random" / "train.json").is_file()
+    digests = [json.loads((out / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
+    assert digests[0]["digest"] == digests[1]["digest"]  # the processes trained one model
+    assert digests[0]["steps"] == 2
+
+    # one process with the doubled batch: the same examples, and a loss within tolerance
+    single, result = _run(prepared, "one", nproc=1, batch=4, steps=2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    history = {}
+    for name, place in (("two", out), ("one", single)):
+        checkpoint = place / "model" / (place / "model" / "LATEST").read_text().strip()
+        logged = json.loads((checkpoint / "log_history.json").read_text())
+        history[name] = [h for h in logged if "loss" in h]
+    assert [h["epoch"] for h in history["two"]] == pytest.approx(
+        [h["epoch"] for h in history["one"]]
+    )  # the same number of examples seen at each step: the data is sharded, not repeated
+    first_two, first_one = history["two"][0]["loss"], history["one"][0]["loss"]
+    assert first_two == pytest.approx(first_one, rel=0.15)
+
+
+def test_a_failing_process_ends_the_run_naming_its_rank(prepared, tmp_path):
+    root, model = prepared
+    command = [
+        sys.executable,
+        "-m",
+        "leanloop",
+        "train",
+        "sft",
+        "--db",
+        str(root / "db.sqlite"),
+        "--model",
+        str(model),
+        "--output-dir",
+        str(tmp_path / "model"),
+        "--data",
+        str(tmp_path / "data"),
+        "--max-steps",
+        "1",
+        "--batch-size",
+        "1",
+        "--nproc",
+        "2",
+    ]
+    # the process of rank 1 dies as it starts (the test's own sitecustomize, run by Python at
+    # start-up in every process that has it on its path), as a process killed by the system
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import os\nif os.environ.get('RANK') == '1':\n    os._exit(3)\n"
+    )
+    env = _env()
+    env["PYTHONPATH"] = f"{hooks}{os.pathsep}{env['PYTHONPATH']}"
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "rank 1 (of 2)" in lines[0], result.stderr[-3000:]
