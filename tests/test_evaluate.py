@@ -59,27 +59,36 @@ def outcome(report: EvaluationReport) -> dict:
 
 class Stalling(ReplayServer):
     """Writes the id of its process (the worker's) to ``pidfile`` when asked to start
-    ``victim``, then waits there to be killed."""
+    ``victim``, then waits there to be killed; with ``once``, only while no process has
+    stalled before (a marker beside the pid file says one has)."""
 
-    def __init__(self, dataset, victim: str, pidfile: str) -> None:
+    def __init__(self, dataset, victim: str, pidfile: str, once: bool = False) -> None:
         super().__init__(sample_theorems(dataset))
-        self.victim, self.pidfile = victim, pidfile
+        self.victim, self.pidfile, self.once = victim, pidfile, once
 
     def start_recorded(self, theorem):
-        if theorem.full_name == self.victim:
+        marker = Path(self.pidfile + ".stalled")
+        if theorem.full_name == self.victim and not (self.once and marker.exists()):
+            marker.touch()
             Path(self.pidfile).write_text(str(os.getpid()))
             time.sleep(120)
         return super().start_recorded(theorem)
 
 
-def kill_when_stalled(pidfile: Path) -> threading.Thread:
-    """Kill (SIGKILL, from outside) the worker that wrote ``pidfile``, once it has."""
+def kill_when_stalled(pidfile: Path, times: int = 1) -> threading.Thread:
+    """Kill (SIGKILL, from outside) the worker that wrote ``pidfile``, once it has; ``times``
+    workers in turn."""
 
     def killer() -> None:
-        deadline = time.monotonic() + 60
-        while not pidfile.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        for _ in range(times):
+            deadline = time.monotonic() + 60
+            while not pidfile.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not pidfile.exists():
+                return
+            pid = int(pidfile.read_text())
+            pidfile.unlink()
+            os.kill(pid, signal.SIGKILL)
 
     thread = threading.Thread(target=killer, daemon=True)
     thread.start()
@@ -102,12 +111,35 @@ def test_two_ray_workers_give_the_sequential_results(local_ray, sample_dir, theo
     assert {a.full_name for a in database.get_attempts("ray")} == {t.full_name for t in theorems}
 
 
-def test_a_worker_killed_mid_run_loses_only_its_theorem(local_ray, sample_dir, theorems, tmp_path):
+def test_a_theorem_whose_worker_is_killed_is_given_to_another(
+    local_ray, sample_dir, theorems, tmp_path
+):
+    victim = theorems[3].full_name
+    database = DynamicDatabase(tmp_path / "crash.db")
+    pidfile = tmp_path / "victim.pid"
+    stalling = functools.partial(Stalling, sample_dir, victim, str(pidfile), True)
+    killer = kill_when_stalled(pidfile)
+    report = evaluate(
+        theorems[:6], prover(sample_dir), stalling, num_workers=2, database=database, run="c"
+    )
+    killer.join(5)
+    assert (tmp_path / "victim.pid.stalled").exists()  # its first worker was killed
+    stored = {a.full_name: a for a in database.get_attempts("c")}
+    assert len(stored) == 6  # each theorem once: the lost one was made again, not twice stored
+    assert all(a.status is AttemptStatus.REPLAYED for a in stored.values())
+    assert report.status_counts == {"replayed": 6}
+
+
+def test_a_theorem_that_keeps_killing_its_workers_is_an_error(
+    local_ray, sample_dir, theorems, tmp_path
+):
+    from leanloop.prover.run import LOST_RETRIES
+
     victim = theorems[3].full_name
     database = DynamicDatabase(tmp_path / "crash.db")
     pidfile = tmp_path / "victim.pid"
     stalling = functools.partial(Stalling, sample_dir, victim, str(pidfile))
-    killer = kill_when_stalled(pidfile)
+    killer = kill_when_stalled(pidfile, times=LOST_RETRIES + 1)
     report = evaluate(
         theorems[:6], prover(sample_dir), stalling, num_workers=2, database=database, run="c"
     )
@@ -218,3 +250,32 @@ def test_on_ray_proofs_are_hooked_in_the_driver_and_attempts_stop_at_the_first(l
         "c": AttemptStatus.FAILED,
     }
     assert seen[-1] == (9, 9)  # the attempts not made count as done
+
+
+def test_workers_store_their_attempts_in_a_database_every_node_reaches(
+    local_ray, sample_dir, theorems, db_url
+):
+    """On PostgreSQL each worker stores its attempts (the driver stores none); on SQLite, a
+    file of one machine, the driver stores them all. Either way each attempt once."""
+    database = DynamicDatabase(db_url)
+    driver_writes = []
+    original = database.record_attempt
+
+    def counted(attempt):
+        driver_writes.append(attempt.full_name)
+        original(attempt)
+
+    database.record_attempt = counted
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    report = evaluate(
+        theorems[:6], prover(sample_dir), factory, num_workers=2, database=database, run="w"
+    )
+    stored = database.get_attempts("w")
+    assert len(stored) == 6 and len({a.full_name for a in stored}) == 6
+    assert report.status_counts == {"replayed": 6}
+    assert all(a.worker for a in stored)  # host/ray node of the worker that made it
+    if database.sqlite_path is None:
+        assert driver_writes == []
+    else:
+        assert sorted(driver_writes) == sorted(a.full_name for a in stored)
+    database.close()

@@ -293,6 +293,10 @@ class ProofAttempt(_Record):
     tokens: int | None = Field(
         None, ge=0, description="Tokens the model generated for it (when the model says)."
     )
+    worker: str | None = Field(
+        None,
+        description="Where it ran: the host, and the Ray node when it ran on a Ray worker.",
+    )
 
     @property
     def key(self) -> TheoremKey:

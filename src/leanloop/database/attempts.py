@@ -55,6 +55,7 @@ def record_attempt(conn: Connection, attempt: ProofAttempt) -> None:
             axioms=None if attempt.axioms is None else orjson.dumps(list(attempt.axioms)).decode(),
             environment=attempt.environment,
             tokens=attempt.tokens,
+            worker=attempt.worker,
         )
     )
 
@@ -89,6 +90,7 @@ def iter_attempts(conn: Connection, run: str | None) -> Iterator[ProofAttempt]:
             axioms=None if axioms is None else tuple(orjson.loads(axioms)),
             environment=getattr(row, "environment", None),
             tokens=getattr(row, "tokens", None),
+            worker=getattr(row, "worker", None),
         )
 
 

@@ -169,6 +169,7 @@ proof_attempts = Table(
     Column("axioms", Text),  # JSON list of the axioms Lean's audit reported (version 3)
     Column("environment", String(8)),  # lean | replay | recorded (version 3)
     Column("tokens", Integer),  # tokens generated, when known (version 4)
+    Column("worker", Text),  # host[/ray node] it ran on (version 4)
     UniqueConstraint("run", "theorem_key", "commit", "attempt", name="uq_attempt"),
 )
 
@@ -179,5 +180,5 @@ ADDED_IN = {2: (proof_attempts,)}
 #: of an older database; readers of an older one see None there).
 COLUMNS_ADDED_IN = {
     3: ((proof_attempts, ("axioms", "environment")),),
-    4: ((proof_attempts, ("tokens",)),),
+    4: ((proof_attempts, ("tokens", "worker")),),
 }

@@ -70,12 +70,15 @@ class ProofWorker:
         project_root: str | Path | None = None,
         mode: ProofMode = ProofMode.SEARCH,
         sources: Mapping[tuple[TheoremKey, str], TheoremSource] | None = None,
+        database_url: str | None = None,
     ) -> None:
         self.prover = prover
         self.pool, self._own_pool = _pool(servers, prover.config.server_uses)
         self.project_root = Path(project_root) if project_root is not None else None
         self.mode = ProofMode(mode)
         self.sources = dict(sources or {})
+        self.database_url = database_url
+        self._database: DynamicDatabase | None = None
 
     def lease(self) -> AbstractContextManager[LeanServer]:
         return self.pool.lease(None)
@@ -98,13 +101,38 @@ class ProofWorker:
                 status=AttemptStatus.ERROR,
                 error=describe_exception(exc),
             )
-        return result.to_attempt(
+        made = result.to_attempt(
             theorem, run=run, attempt=attempt, prover=self.prover.name, environment=environment
-        )
+        ).model_copy(update={"worker": where()})
+        if self.database_url is not None:  # a database every node reaches: stored here
+            if self._database is None:
+                from leanloop.database import DynamicDatabase
+
+                self._database = DynamicDatabase(self.database_url)
+            self._database.record_attempt(made)
+        return made
 
     def close(self) -> None:
         if self._own_pool:
             self.pool.close()
+        if self._database is not None:
+            self._database.close()
+
+
+def where() -> str:
+    """The host this process runs on, and its Ray node when it is a Ray worker."""
+    import socket
+
+    host = socket.gethostname()
+    try:
+        import ray
+
+        if ray.is_initialized():
+            node = ray.get_runtime_context().get_node_id()
+            return f"{host}/{node[:12]}"
+    except Exception:  # not on Ray, or Ray's context is unavailable
+        pass
+    return host
 
 
 @dataclass
@@ -200,11 +228,14 @@ def run_proofs(
     done = total - len(pending)
     driver_pool: ServerPool[LeanServer] | None = None
 
-    def record(attempt: ProofAttempt, lease: Lease) -> None:
+    def record(attempt: ProofAttempt, lease: Lease, stored: bool = False) -> None:
+        """``stored``: the worker recorded it already (a database every node reaches)."""
         nonlocal done
         if hook is not None and attempt.status is AttemptStatus.PROVED:
-            attempt = _hooked(hook, theorem_of[attempt.key, attempt.commit], attempt, lease)
-        if database is not None:
+            hooked = _hooked(hook, theorem_of[attempt.key, attempt.commit], attempt, lease)
+            stored = stored and hooked == attempt
+            attempt = hooked
+        if database is not None and not stored:
             database.record_attempt(attempt)
         result.new.append(attempt)
         if attempt.status.found_proof:
@@ -244,6 +275,8 @@ def run_proofs(
                     driver_pool = _pool(servers, config.server_uses)[0]
                 return driver_pool.lease(None)
 
+            # PostgreSQL: each worker stores its attempts; SQLite: the driver does (one machine)
+            shared = database is not None and database.sqlite_path is None
             try:
                 _run_on_ray(
                     pending,
@@ -255,9 +288,11 @@ def run_proofs(
                     workers,
                     address,
                     run,
-                    lambda attempt: record(attempt, driver_lease),
+                    lambda attempt, stored: record(attempt, driver_lease, stored),
                     solved if stop_at_first else None,
                     skip,
+                    database.url if shared else None,
+                    database,
                 )
             finally:
                 if driver_pool is not None:  # made here: several workers refuse a pool
@@ -358,11 +393,18 @@ def _run_on_ray(
     record,
     solved,
     skip,
+    database_url,
+    database,
 ) -> None:
-    """The pending tasks on Ray actors; ``record`` is called here (the driver) for each
-    attempt. With ``solved`` (stop at the first proof), a theorem's next attempt is queued only
-    when the one before found no proof, and ``skip(n)`` counts the attempts left unmade."""
+    """The pending tasks on Ray actors; ``record(attempt, stored)`` is called here (the driver)
+    for each attempt (``stored``: the worker put it in ``database_url`` already). With
+    ``solved`` (stop at the first proof), a theorem's next attempt is queued only when the one
+    before found no proof, and ``skip(n)`` counts the attempts left unmade. A task whose worker
+    dies (a node stopped, out of memory) is given to another worker, up to ``LOST_RETRIES``
+    times, then recorded as an ``error``."""
     with _ray(address, workers) as ray:
+        if database is not None and database_url is None:
+            _refuse_remote_nodes(ray, database)
         remote = ray.remote(num_cpus=1, num_gpus=prover.config.num_gpus)(ProofWorker)
         if solved is not None:  # one attempt of each theorem at a time
             later: dict[tuple, deque[_Task]] = {}
@@ -379,7 +421,9 @@ def _run_on_ray(
         running: dict = {}  # future -> (actor, task)
 
         def make():
-            return remote.remote(prover, servers, project_root, mode, sources)
+            return remote.remote(prover, servers, project_root, mode, sources, database_url)
+
+        lost: dict[tuple, int] = {}
 
         actors = [make() for _ in range(min(workers, len(queue)))]
 
@@ -394,16 +438,24 @@ def _run_on_ray(
             while running:
                 (future,), _ = ray.wait(list(running), num_returns=1)
                 actor, task = running.pop(future)
+                stored = database_url is not None
                 try:
                     attempt = ray.get(future)
                 except ray.exceptions.RayError as exc:
-                    # the worker died (killed, out of memory, crashed): only its attempt is lost
-                    attempt = _lost(task, run, prover, exc)
+                    # the worker died (killed, out of memory, its node gone): its task goes to
+                    # another worker, a few times at most
                     ray.kill(actor, no_restart=True)
                     actors.remove(actor)
                     actor = make()
                     actors.append(actor)
-                record(attempt)
+                    lost[task.key] = lost.get(task.key, 0) + 1
+                    if lost[task.key] <= LOST_RETRIES:
+                        log.warning("%s: its worker stopped; tried again", task.theorem.full_name)
+                        queue.appendleft(task)
+                        submit(actor)
+                        continue
+                    attempt, stored = _lost(task, run, prover, exc), False
+                record(attempt, stored)
                 theorem = (task.theorem.key, task.theorem.commit)
                 rest = later.get(theorem)
                 if rest and theorem not in solved:
@@ -418,6 +470,33 @@ def _run_on_ray(
         finally:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
+
+
+#: How many times a task whose worker died is given to another worker before it is an error.
+LOST_RETRIES = 2
+
+
+def _refuse_remote_nodes(ray, database) -> None:
+    """A SQLite file is on this machine only: refuse a cluster with nodes elsewhere."""
+    import socket
+
+    host = socket.gethostname()
+    local = {"127.0.0.1", "::1", "localhost"}
+    with contextlib.suppress(OSError):
+        local |= set(socket.gethostbyname_ex(host)[2])
+    remote = sorted(
+        n.get("NodeManagerAddress", "")
+        for n in ray.nodes()
+        if n.get("Alive")
+        and n.get("NodeManagerHostname") != host
+        and n.get("NodeManagerAddress") not in local
+    )
+    if remote:
+        raise LeanloopError(
+            f"the database {database.description} is a SQLite file on this machine, but the Ray "
+            f"cluster has nodes on {', '.join(remote)}",
+            hint="use a PostgreSQL database every node reaches (--db postgresql://...)",
+        )
 
 
 def _lost(task: _Task, run: str, prover: BaseProver, exc) -> ProofAttempt:
