@@ -20,6 +20,7 @@ pytestmark = pytest.mark.multiprocess
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "tests" / "distributed" / "sft_run.py"
+RETRIEVAL_SCRIPT = REPO / "tests" / "distributed" / "retrieval_run.py"
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -35,7 +36,9 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _launch(nproc: int, args: list[str], **env: str) -> subprocess.CompletedProcess:
+def _launch(
+    nproc: int, args: list[str], script: Path = SCRIPT, **env: str
+) -> subprocess.CompletedProcess:
     from leanloop.cli.launch import free_port
 
     command = [
@@ -46,7 +49,7 @@ def _launch(nproc: int, args: list[str], **env: str) -> subprocess.CompletedProc
         f"--nproc-per-node={nproc}",
         "--master-addr=127.0.0.1",
         f"--master-port={free_port()}",
-        str(SCRIPT),
+        str(script),
         *args,
     ]
     return subprocess.run(
@@ -157,3 +160,44 @@ def test_a_failing_process_ends_the_run_naming_its_rank(prepared, tmp_path):
     assert result.returncode == 1
     lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(lines) == 1 and "rank 1 (of 2)" in lines[0], result.stderr[-3000:]
+
+
+def test_two_processes_train_the_retriever_with_one_fisher(prepared, tiny_encoder):
+    root, _ = prepared
+    runs = {}
+    for name, nproc, batch in (("two", 2, 4), ("one", 1, 8)):
+        out = root / f"retriever-{name}"
+        args = [
+            str(tiny_encoder),
+            str(root / "db.sqlite"),
+            str(out / "model"),
+            str(out / "data"),
+            str(out / "digests"),
+            str(batch),
+            "2",
+        ]
+        if nproc == 1:
+            result = subprocess.run(
+                [sys.executable, str(RETRIEVAL_SCRIPT), *args],
+                env=_env(),
+                capture_output=True,
+                text=True,
+                timeout=600,
+                cwd=REPO,
+            )
+        else:
+            result = _launch(nproc, args, script=RETRIEVAL_SCRIPT)
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs[name] = out
+    model = runs["two"] / "model"
+    latest = (model / "LATEST").read_text().strip()
+    checkpoints = [p for p in model.iterdir() if p.is_dir() and p.name.startswith("repo")]
+    assert [p.name for p in checkpoints] == [latest]
+    assert not [p for p in model.iterdir() if p.name.endswith(".work")]  # cleaned once
+    ranks = [json.loads((runs["two"] / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
+    assert ranks[0]["digest"] == ranks[1]["digest"]  # DDP kept the processes' weights equal
+    assert ranks[0]["fisher"] == pytest.approx(ranks[1]["fisher"], rel=1e-5)  # one Fisher
+    assert ranks[0]["fisher_samples"] == ranks[1]["fisher_samples"] > 0
+    (single,) = [json.loads((runs["one"] / "digests" / "rank0").read_text())]
+    # the same samples (2 steps of 8 in both): the Fisher within tolerance of one process
+    assert ranks[0]["fisher"] == pytest.approx(single["fisher"], rel=0.25)

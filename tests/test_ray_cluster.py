@@ -271,13 +271,6 @@ def test_run_proofs_on_the_cluster_uses_both_nodes_and_gives_the_sequential_resu
     assert nodes == {node[:12] for node in cluster.node_ids}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=pytest.fail.Exception,
-    reason="run_proofs never returns: the task lost with the stopped node is given to a new "
-    "actor that no node has a free CPU for (the survivor holds the only one), and the loop "
-    "waits on it forever",
-)
 def test_a_node_stopped_mid_run_loses_only_its_theorem_in_flight(
     cluster, sample_dir, theorems, sequential, tmp_path
 ):

@@ -401,7 +401,8 @@ def _run_on_ray(
     ``solved`` (stop at the first proof), a theorem's next attempt is queued only when the one
     before found no proof, and ``skip(n)`` counts the attempts left unmade. A task whose worker
     dies (a node stopped, out of memory) is given to another worker, up to ``LOST_RETRIES``
-    times, then recorded as an ``error``."""
+    times, then recorded as an ``error``. A task goes only to a worker that has started: one
+    that no node has room for (a node gone, more workers than CPUs) is never waited on."""
     with _ray(address, workers) as ray:
         if database is not None and database_url is None:
             _refuse_remote_nodes(ray, database)
@@ -419,40 +420,76 @@ def _run_on_ray(
         else:
             later, queue = {}, deque(pending)
         running: dict = {}  # future -> (actor, task)
-
-        def make():
-            return remote.remote(prover, servers, project_root, mode, sources, database_url)
-
+        starting: dict = {}  # an actor's __ray_ready__ future -> the actor, until it started
+        started: list = []  # the actors alive that started
+        actors: list = []  # every actor made (killed at the end)
         lost: dict[tuple, int] = {}
 
-        actors = [make() for _ in range(min(workers, len(queue)))]
+        def make() -> None:
+            actor = remote.remote(prover, servers, project_root, mode, sources, database_url)
+            actors.append(actor)
+            starting[actor.__ray_ready__.remote()] = actor
 
-        def submit(actor) -> None:
-            if queue:
-                task = queue.popleft()
-                running[actor.prove.remote(task.theorem, task.attempt, run)] = (actor, task)
+        def submit_idle() -> None:
+            """A queued task to each started actor that has none."""
+            busy = [a for a, _ in running.values()]
+            for actor in started:
+                if not queue:
+                    return
+                if all(a is not actor for a in busy):
+                    task = queue.popleft()
+                    running[actor.prove.remote(task.theorem, task.attempt, run)] = (actor, task)
 
+        def drop(actor) -> None:
+            ray.kill(actor, no_restart=True)
+            if any(a is actor for a in started):
+                started.remove(actor)
+
+        for _ in range(min(workers, len(queue))):
+            make()
         try:
-            for actor in actors:
-                submit(actor)
-            while running:
-                (future,), _ = ray.wait(list(running), num_returns=1)
+            while running or (queue and starting):
+                ready, _ = ray.wait(
+                    [*running, *starting],
+                    num_returns=1,
+                    timeout=None if running else WORKER_START_TIMEOUT,
+                )
+                if not ready:
+                    raise LeanloopError(
+                        f"no Ray worker started in {WORKER_START_TIMEOUT:.0f} s and none is "
+                        f"proving: {len(queue)} attempts are left",
+                        hint="check that the cluster has a free CPU (and GPU) for a worker",
+                    )
+                (future,) = ready
+                if future in starting:
+                    actor = starting.pop(future)
+                    try:
+                        ray.get(future)
+                    except ray.exceptions.RayActorError as exc:
+                        ray.kill(actor, no_restart=True)
+                        if exc.actor_init_failed:  # a worker cannot be made: none can
+                            raise LeanloopError(
+                                f"a Ray worker could not start: {describe_exception(exc)}"
+                            ) from exc
+                        make()  # its node went away before it started: another, elsewhere
+                        continue
+                    started.append(actor)
+                    submit_idle()
+                    continue
                 actor, task = running.pop(future)
                 stored = database_url is not None
                 try:
                     attempt = ray.get(future)
                 except ray.exceptions.RayError as exc:
                     # the worker died (killed, out of memory, its node gone): its task goes to
-                    # another worker, a few times at most
-                    ray.kill(actor, no_restart=True)
-                    actors.remove(actor)
-                    actor = make()
-                    actors.append(actor)
+                    # another worker (one started), a few times at most
+                    drop(actor)
+                    make()  # in its place, given tasks once (if ever) it starts
                     lost[task.key] = lost.get(task.key, 0) + 1
                     if lost[task.key] <= LOST_RETRIES:
                         log.warning("%s: its worker stopped; tried again", task.theorem.full_name)
                         queue.appendleft(task)
-                        submit(actor)
+                        submit_idle()
                         continue
                     attempt, stored = _lost(task, run, prover, exc), False
                 record(attempt, stored)
@@ -463,10 +500,7 @@ def _run_on_ray(
                 elif rest:  # solved: its other attempts are not made
                     skip(len(rest))
                     rest.clear()
-                submit(actor)
-                for idle in actors:  # a queued next attempt may find an idle actor
-                    if queue and all(a is not idle for a, _ in running.values()):
-                        submit(idle)
+                submit_idle()
         finally:
             for actor in actors:
                 ray.kill(actor, no_restart=True)
@@ -474,6 +508,8 @@ def _run_on_ray(
 
 #: How many times a task whose worker died is given to another worker before it is an error.
 LOST_RETRIES = 2
+#: How long the run waits, with no task running, for a Ray worker to start before it fails.
+WORKER_START_TIMEOUT = 600.0
 
 
 def _refuse_remote_nodes(ray, database) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import os
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
+from leanloop.ml import distributed
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.models import latest_checkpoint
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
@@ -43,6 +45,18 @@ class RetrievalStepReport(BaseModel):
     )
     fisher_samples: int = Field(description="Examples the EWC Fisher was computed on.")
     ewc_repositories: int = Field(description="Repositories the EWC state consolidates.")
+
+
+def _ddp(config):
+    """Lightning's DDP for the retriever: the encoder's pooler takes no part in the loss, so
+    DDP is told to expect parameters without gradients."""
+    from datetime import timedelta
+
+    from lightning.pytorch.strategies import DDPStrategy
+
+    return DDPStrategy(
+        timeout=timedelta(seconds=config.timeout_seconds), find_unused_parameters=True
+    )
 
 
 class RetrievalTrainer(CurriculumTrainer):
@@ -111,14 +125,20 @@ class RetrievalTrainer(CurriculumTrainer):
         hardware = self._hardware()
         strategy: Any = "auto"
         devices = 1
+        processes = distributed.current()
+        if processes.distributed:  # started by torchrun / leanloop train --nproc: join them
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", processes.world_size))
+            return {
+                "accelerator": hardware.lightning_accelerator,
+                "devices": local,
+                "num_nodes": max(1, processes.world_size // local),
+                "strategy": _ddp(config),
+                "precision": config.precision or hardware.lightning_precision,
+            }
         if hardware.device == "cuda":
             devices = max(1, config.num_gpus)
             if devices > 1:
-                from datetime import timedelta
-
-                from lightning.pytorch.strategies import DDPStrategy
-
-                strategy = DDPStrategy(timeout=timedelta(seconds=config.timeout_seconds))
+                strategy = _ddp(config)
         return {
             "accelerator": hardware.lightning_accelerator,
             "devices": devices,
@@ -234,7 +254,10 @@ class RetrievalTrainer(CurriculumTrainer):
                 hint="add repositories with traced tactics that use premises",
             )
         work_dir = step.checkpoint_dir.with_name(f".{step.checkpoint_dir.name}.work")
-        shutil.rmtree(work_dir, ignore_errors=True)
+        processes = distributed.current()
+        if processes.is_main:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        processes.barrier()
         trainer = self.lightning_trainer(work_dir, has_val=bool(data.val_steps))
         model.train()  # pretrained encoders load in eval mode (dropout off)
         trainer.fit(model, datamodule=data)
@@ -264,7 +287,9 @@ class RetrievalTrainer(CurriculumTrainer):
             with replace_directory(
                 step.checkpoint_dir, may_replace=lambda p: (p / CHECKPOINT_FILE).is_file()
             ) as staging:
-                model.save_retriever(staging, trainer)
+                # Lightning's own save is a collective call: with several processes the main
+                # one writes the same checkpoint itself
+                model.save_retriever(staging, None if processes.distributed else trainer)
                 history = _read_csv_log(work_dir / "logs" / "metrics.csv")
                 if (work_dir / "logs" / "metrics.csv").is_file():
                     shutil.copy(work_dir / "logs" / "metrics.csv", staging / "metrics.csv")
@@ -275,6 +300,7 @@ class RetrievalTrainer(CurriculumTrainer):
             shutil.rmtree(work_dir, ignore_errors=True)
         trainer.strategy.barrier("leanloop-checkpoint")
         self.reports.append(report)
+        self.model = model  # the last repository's retriever, as this process trained it
         self._start = str(step.checkpoint_dir)
 
     @staticmethod
