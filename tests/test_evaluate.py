@@ -21,7 +21,7 @@ from leanloop.database import DynamicDatabase
 from leanloop.prover.recorded import RecordedProver
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.report import EvaluationReport, pass_at_k
-from leanloop.prover.run import evaluate, run_proofs
+from leanloop.prover.run import evaluate, loopback_ray, run_proofs
 from tests.helpers import sample_theorems
 from tests.test_replay_server import UNREPLAYABLE
 
@@ -39,7 +39,13 @@ def theorems(sample_dir):
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING)
+    with loopback_ray(None):  # every Ray port on 127.0.0.1, as leanloop's own local Ray
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            _node_ip_address="127.0.0.1",
+        )
     # the workers receive this module's classes by value (they cannot import the tests)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
@@ -279,3 +285,25 @@ def test_workers_store_their_attempts_in_a_database_every_node_reaches(
     else:
         assert sorted(driver_writes) == sorted(a.full_name for a in stored)
     database.close()
+
+
+def test_the_ray_leanloop_starts_listens_on_loopback_only(sample_dir, theorems):
+    """``run_proofs`` with several workers and no cluster starts a Ray of this machine: every
+    socket its processes listen on is on 127.0.0.1 (Ray would take the machine's address)."""
+    import psutil
+
+    from tests.ray_cluster import is_loopback, listening_addresses
+
+    pytest.importorskip("ray")
+    seen: list = []
+
+    def look(attempt) -> None:
+        if not seen:
+            pids = [p.pid for p in psutil.Process().children(recursive=True)]
+            seen.extend(listening_addresses(pids))
+
+    factory = functools.partial(ReplayServer.from_dataset, sample_dir)
+    outcome = run_proofs(theorems[:3], prover(sample_dir), factory, num_workers=2, on_result=look)
+    assert len(outcome.attempts) == 3
+    assert seen  # the GCS, the raylet and the workers were listening
+    assert all(is_loopback(listener.ip) for listener in seen), seen

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -357,6 +358,37 @@ def _hooked(hook: ProofHook, theorem: Theorem, attempt: ProofAttempt, lease: Lea
         )
 
 
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def loopback_ray(address: str | None) -> Iterator[None]:
+    """While Ray starts: a Ray of this machine alone (no ``address``) or a cluster at a loopback
+    address is kept on 127.0.0.1. Ray otherwise takes the machine's outward address for its
+    node, even when told 127.0.0.1 (``services.resolve_ip_for_localhost``), unless its
+    single-machine mode is on: ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` for the processes it
+    starts, and the same setting, read when Ray was imported, in this one."""
+    if address is not None:
+        host = address.removeprefix("ray://").rpartition(":")[0]
+        if host not in (LOOPBACK, "localhost"):
+            yield
+            return
+    from ray._private import ray_constants
+
+    name = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    before, constant = os.environ.get(name), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[name] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = constant
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+
 @contextlib.contextmanager
 def _ray(address: str | None, workers: int) -> Iterator[object]:
     try:
@@ -367,12 +399,14 @@ def _ray(address: str | None, workers: int) -> Iterator[object]:
         ) from None
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(
-            address=address,
-            num_cpus=workers if address is None else None,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-        )
+        with loopback_ray(address):
+            ray.init(
+                address=address,
+                num_cpus=workers if address is None else None,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                _node_ip_address=LOOPBACK if address is None else None,
+            )
     try:
         yield ray
     finally:
