@@ -201,3 +201,46 @@ def test_two_processes_train_the_retriever_with_one_fisher(prepared, tiny_encode
     (single,) = [json.loads((runs["one"] / "digests" / "rank0").read_text())]
     # the same samples (2 steps of 8 in both): the Fisher within tolerance of one process
     assert ranks[0]["fisher"] == pytest.approx(single["fisher"], rel=0.25)
+
+
+def test_accelerate_launch_runs_the_same(prepared):
+    """``accelerate launch --multi_gpu --num_processes 2`` (on a machine without GPUs its
+    processes train on the CPU with gloo): one complete checkpoint, the processes agree."""
+    from leanloop.cli.launch import free_port
+
+    root, model = prepared
+    out = root / "accelerate"
+    accelerate = Path(sys.executable).with_name("accelerate")
+    command = [
+        str(accelerate),
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--main_process_ip",
+        "127.0.0.1",
+        "--main_process_port",
+        str(free_port()),
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        str(SCRIPT),
+        str(model),
+        str(root / "db.sqlite"),
+        str(out / "model"),
+        str(out / "data"),
+        str(out / "digests"),
+        "2",
+        "2",
+    ]
+    result = subprocess.run(
+        command, env=_env(), capture_output=True, text=True, timeout=600, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    latest = (out / "model" / "LATEST").read_text().strip()
+    assert (out / "model" / latest / "model.safetensors").is_file()
+    digests = [json.loads((out / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
+    assert digests[0]["digest"] == digests[1]["digest"] and digests[0]["steps"] == 2
