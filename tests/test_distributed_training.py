@@ -244,3 +244,38 @@ def test_accelerate_launch_runs_the_same(prepared):
     assert (out / "model" / latest / "model.safetensors").is_file()
     digests = [json.loads((out / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
     assert digests[0]["digest"] == digests[1]["digest"] and digests[0]["steps"] == 2
+
+
+def test_leanloop_train_nproc_trains_the_progress_model_once(prepared, tiny_encoder, tmp_path):
+    """``leanloop train progress --nproc 2``: the rows written once, one model saved with its
+    metrics, the report printed once."""
+    root, _ = prepared
+    out = tmp_path / "progress"
+    command = [
+        sys.executable,
+        "-m",
+        "leanloop",
+        "train",
+        "progress",
+        "--db",
+        str(root / "db.sqlite"),
+        "--model",
+        str(tiny_encoder),
+        "--output-dir",
+        str(out),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "32",
+        "--nproc",
+        "2",
+    ]
+    result = subprocess.run(
+        command, env=_env(), capture_output=True, text=True, timeout=600, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("validation MSE") == 1  # the main process reports
+    assert result.stdout.count("progress rows from") == 1
+    metrics = json.loads((out / "progress_metrics.json").read_text())
+    assert metrics["train_rows"] > 0
+    assert (out / "model.safetensors").is_file() and (out / "config.json").is_file()

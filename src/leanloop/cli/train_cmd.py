@@ -341,14 +341,23 @@ def progress(
     order = database.sort_repositories_by_difficulty()
     if repositories is not None:
         order = [r for r in order if r in repositories]
-    count = build_progress_dataset(database, rows, order)
+    from leanloop.ml import distributed
+
+    processes = distributed.current()
+    if processes.is_main:  # the rows are written once; every process reads them
+        build_progress_dataset(database, rows, order)
+    processes.barrier()
+    count = sum(1 for line in rows.open() if line.strip()) if rows.is_file() else 0
     if count == 0:
         raise LeanloopError(
             "the repositories hold no traced proof to learn progress from",
             hint="import a traced dataset first ('leanloop db import')",
         )
-    console.print(f"{count} progress rows from {len(order)} repositories in {rows}")
+    if processes.is_main:
+        console.print(f"{count} progress rows from {len(order)} repositories in {rows}")
     metrics = ProgressTrainer.from_config(settings).train()
+    if not processes.is_main:
+        return
     console.print(
         f"progress model in {settings.output_dir}: validation MSE {metrics['mse']:.3f}, "
         f"MAE {metrics['mae']:.3f} steps ({metrics['train_rows']} training rows)",
