@@ -10,6 +10,7 @@ from unittest import mock
 
 import pytest
 
+from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware
 from leanloop.trainer.progress import ProgressTrainer
 from leanloop.trainer.retrieval import RetrievalTrainer
@@ -56,7 +57,7 @@ def test_retriever_trains_in_fp32_on_the_cpu(tmp_path):
 
 def test_retriever_uses_the_gpu_in_bf16_and_ddp_for_several(tmp_path):
     from lightning.pytorch.accelerators import CUDAAccelerator
-    from lightning.pytorch.strategies import DDPStrategy, SingleDeviceStrategy
+    from lightning.pytorch.strategies import SingleDeviceStrategy
 
     with cuda_devices(2):
         one = lightning_trainer(tmp_path, CUDA)
@@ -65,6 +66,17 @@ def test_retriever_uses_the_gpu_in_bf16_and_ddp_for_several(tmp_path):
         assert one.precision == "bf16-mixed"
         fp32_gpu = Hardware("cuda", bf16=False, gradient_checkpointing=True)
         assert lightning_trainer(tmp_path, fp32_gpu).precision == "32-true"
+        # several GPUs are several processes, started by the launcher, not by Lightning
+        with pytest.raises(LeanloopError, match="--nproc 2"):
+            lightning_trainer(tmp_path, CUDA, num_gpus=2, timeout_seconds=60)
+
+
+def test_under_the_launcher_the_retriever_joins_its_processes(tmp_path, monkeypatch):
+    from lightning.pytorch.strategies import DDPStrategy
+
+    for name, value in (("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_WORLD_SIZE", "2")):
+        monkeypatch.setenv(name, value)
+    with cuda_devices(2):
         two = lightning_trainer(tmp_path, CUDA, num_gpus=2, timeout_seconds=60)
         assert isinstance(two.strategy, DDPStrategy) and two.num_devices == 2
         assert two.strategy._timeout.total_seconds() == 60

@@ -135,10 +135,15 @@ class RetrievalTrainer(CurriculumTrainer):
                 "strategy": _ddp(config),
                 "precision": config.precision or hardware.lightning_precision,
             }
-        if hardware.device == "cuda":
-            devices = max(1, config.num_gpus)
-            if devices > 1:
-                strategy = _ddp(config)
+        if hardware.device == "cuda" and config.num_gpus > 1:
+            # Lightning would start the other processes itself, each running the whole
+            # curriculum loop again: the processes are started by the launcher instead
+            raise LeanloopError(
+                f"num_gpus={config.num_gpus}: the retriever trains on several GPUs as one "
+                "process per GPU",
+                hint=f"start it with 'leanloop train retrieval --nproc {config.num_gpus}' (or "
+                f"torchrun --nproc_per_node {config.num_gpus} -m leanloop train retrieval ...)",
+            )
         return {
             "accelerator": hardware.lightning_accelerator,
             "devices": devices,
