@@ -68,8 +68,9 @@ format: $(VENV)/.test-deps
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# the suite on up to 2 processes (pytest-xdist): each test on one thread, as a core each
 test: $(VENV)/.test-deps postgres chromium lint
-	$(THREADS) $(BIN)/python -m pytest
+	$(THREADS) $(BIN)/python -m pytest -n 2
 
 bench: $(VENV)/.bench-deps
 	@for script in bench/*.py; do echo "== $$script"; $(THREADS) $(BIN)/python $$script || exit 1; done

@@ -1,8 +1,8 @@
 """Proving on a real Ray cluster of two nodes on this machine (``tests/ray_cluster.py``: a head
 and a second node, each a ``ray start`` process of one CPU): every Ray process listens on
 loopback only; ``run_proofs`` given the head's address proves on both nodes and gives what a
-sequential run gives; a node stopped mid-run should lose only the theorem it had in flight,
-which the other node proves (an expected failure today: the run never ends, see its test).
+sequential run gives; a node stopped mid-run loses only the theorem it had in flight, which the
+other node proves; ``leanloop prove --address`` runs on the cluster too.
 
 The drivers run in a process of their own (``_driver``): a driver needs an environment of its
 own to reach a loopback cluster (``LoopbackCluster.driver_env``), it must not meet a Ray this
@@ -301,3 +301,46 @@ def test_a_node_stopped_mid_run_loses_only_its_theorem_in_flight(
     assert len(stored(tmp_path)) == len(theorems)
     (again,) = [a for a in attempts if a.full_name == stalled]
     assert again.worker.partition("/")[2] == cluster.node_ids[0][:12]
+
+
+def test_leanloop_prove_runs_on_the_cluster(cluster, sample_dir, tmp_path):
+    """The command as a user runs it against a cluster started apart from leanloop."""
+    command = [
+        sys.executable, "-m", "leanloop", "prove", "--dataset", str(sample_dir),
+        "--split", "random/test", "--replay", "--generator", "recorded",
+        "--address", cluster.address, "--workers", "2", "--limit", "6",
+        "--db", str(tmp_path / "attempts.db"), "--out", str(tmp_path / "out"), "--json",
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, env=cluster.driver_env(), capture_output=True, text=True, timeout=240, cwd=REPO
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 6
+    attempts = DynamicDatabase(tmp_path / "attempts.db").get_attempts()
+    assert len(attempts) == 6
+    nodes = {a.worker.partition("/")[2] for a in attempts}
+    assert nodes <= {node[:12] for node in cluster.node_ids} and nodes
+
+
+def test_a_sqlite_file_is_refused_for_a_cluster_with_other_hosts(tmp_path):
+    """Checked on what Ray says of its nodes (here leanloop's own stand-in of ``ray``)."""
+    from leanloop.errors import LeanloopError
+    from leanloop.prover.run import _refuse_remote_nodes
+
+    class Cluster:
+        def __init__(self, nodes):
+            self._nodes = nodes
+
+        def nodes(self):
+            return self._nodes
+
+    here = {"Alive": True, "NodeManagerHostname": socket.gethostname(),
+            "NodeManagerAddress": "192.0.2.2"}  # fmt: skip
+    elsewhere = {"Alive": True, "NodeManagerHostname": "gpu-7", "NodeManagerAddress": "10.1.2.7"}
+    gone = {**elsewhere, "Alive": False}
+    database = DynamicDatabase(tmp_path / "local.db")
+    _refuse_remote_nodes(Cluster([here, gone]), database)  # one machine: fine
+    with pytest.raises(LeanloopError, match=r"10\.1\.2\.7") as caught:
+        _refuse_remote_nodes(Cluster([here, elsewhere]), database)
+    assert "postgresql" in caught.value.hint
