@@ -279,3 +279,23 @@ def test_leanloop_train_nproc_trains_the_progress_model_once(prepared, tiny_enco
     metrics = json.loads((out / "progress_metrics.json").read_text())
     assert metrics["train_rows"] > 0
     assert (out / "model.safetensors").is_file() and (out / "config.json").is_file()
+
+
+def test_two_processes_of_grpo_make_one_checkpoint(prepared):
+    root, model = prepared
+    out = root / "grpo"
+    args = [
+        str(model),
+        str(root / "db.sqlite"),
+        str(out / "model"),
+        str(out / "data"),
+        str(out / "digests"),
+    ]
+    result = _launch(2, args, script=REPO / "tests" / "distributed" / "grpo_run.py")
+    assert result.returncode == 0, result.stderr[-3000:]
+    latest = (out / "model" / "LATEST").read_text().strip()
+    assert (out / "model" / latest / "model.safetensors").is_file()
+    checkpoints = [p for p in (out / "model").iterdir() if p.is_dir() and p.name.startswith("repo")]
+    assert [p.name for p in checkpoints] == [latest]
+    digests = [json.loads((out / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
+    assert digests[0]["digest"] == digests[1]["digest"] and digests[0]["steps"] == 2

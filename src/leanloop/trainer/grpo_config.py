@@ -56,9 +56,12 @@ class GRPOTrainerConfig(HFTrainerConfig):
         return self
 
     def generation_sizes(self) -> tuple[int, int]:
-        """``(num_generations, generation_batch_size)`` in effect."""
+        """``(num_generations, generation_batch_size)`` in effect, for the processes of this
+        run (the generation batch is global: every process's batches together)."""
+        from leanloop.ml import distributed
+
         return generation_plan(
-            self.batch_size,
+            self.batch_size * distributed.current().world_size,
             self.gradient_accumulation_steps,
             self.num_generations,
             self.generation_batch_size,
@@ -71,8 +74,9 @@ def generation_plan(
     num_generations: int | None = None,
     generation_batch_size: int | None = None,
 ) -> tuple[int, int]:
-    """``(num_generations, generation_batch_size)`` for these settings, or a LeanloopError
-    saying which of them do not fit together."""
+    """``(num_generations, generation_batch_size)`` for these settings (``batch_size``: the
+    batch of all processes together), or a LeanloopError saying which of them do not fit
+    together."""
     if num_generations is not None and num_generations < 2:
         raise LeanloopError(
             f"num_generations={num_generations}: GRPO compares at least 2 completions per prompt",
