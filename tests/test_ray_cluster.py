@@ -185,7 +185,9 @@ def stop_driver(driver: subprocess.Popen) -> None:
         driver.wait(10)
 
 
-def prove_on(cluster, tmp_path, sample_dir, theorems, **spec) -> subprocess.Popen:
+def prove_on(
+    cluster, tmp_path, sample_dir, theorems, database: str | None = None, **spec
+) -> subprocess.Popen:
     """A driver proving ``theorems`` on the cluster; each node's first theorem waits until
     every node has started one (``Meeting``, in ``tmp_path / "meeting"``)."""
     (tmp_path / "meeting").mkdir()
@@ -195,7 +197,7 @@ def prove_on(cluster, tmp_path, sample_dir, theorems, **spec) -> subprocess.Pope
         task="prove",
         sample_dir=str(sample_dir),
         theorems=[t.full_name for t in theorems],
-        database=str(tmp_path / "attempts.db"),
+        database=database or str(tmp_path / "attempts.db"),
         out=str(tmp_path / "attempts.json"),
         meeting=str(tmp_path / "meeting"),
         nodes=len(cluster.node_ids),
@@ -210,9 +212,9 @@ def attempts_of(driver: subprocess.Popen, tmp_path: Path) -> list[ProofAttempt]:
     return [ProofAttempt.model_validate(row) for row in rows]
 
 
-def stored(tmp_path: Path) -> list[ProofAttempt]:
+def stored(tmp_path: Path, url: str | None = None) -> list[ProofAttempt]:
     """The attempts the run stored in its database (so far)."""
-    database = DynamicDatabase(tmp_path / "attempts.db")
+    database = DynamicDatabase(url or tmp_path / "attempts.db")
     try:
         return database.get_attempts(RUN)
     finally:
@@ -344,3 +346,25 @@ def test_a_sqlite_file_is_refused_for_a_cluster_with_other_hosts(tmp_path):
     with pytest.raises(LeanloopError, match=r"10\.1\.2\.7") as caught:
         _refuse_remote_nodes(Cluster([here, elsewhere]), database)
     assert "postgresql" in caught.value.hint
+
+
+@pytest.mark.postgres
+def test_workers_on_both_nodes_store_their_attempts_in_postgresql(
+    cluster, pg_cluster, sample_dir, theorems, sequential, tmp_path
+):
+    """With a PostgreSQL every node reaches, the workers of both nodes store their attempts
+    themselves, concurrently: each attempt once, none lost."""
+    import uuid
+
+    url = pg_cluster.create_database(f"cluster_{uuid.uuid4().hex[:10]}")
+    driver = prove_on(cluster, tmp_path, sample_dir, theorems, database=url)
+    try:
+        driver.wait(120)
+    finally:
+        stop_driver(driver)
+    attempts = attempts_of(driver, tmp_path)
+    rows = stored(tmp_path, url)
+    assert outcome(rows) == outcome(attempts) == sequential
+    assert len(rows) == len(theorems)  # none lost, none twice
+    nodes = {a.worker.partition("/")[2] for a in rows}
+    assert nodes == {node[:12] for node in cluster.node_ids}
