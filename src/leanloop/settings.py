@@ -16,14 +16,23 @@ def _path(value: str | None) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def _checkout_fixtures() -> Path | None:
+    """``../shared/fixtures`` beside a source checkout of leanloop (what ``make`` passes), when
+    it is there: a command started by hand finds what ``make run`` uses."""
+    root = Path(__file__).resolve().parents[2]
+    candidate = root.parent / "shared" / "fixtures"
+    return candidate if (root / "pyproject.toml").is_file() and candidate.is_dir() else None
+
+
 class Settings(BaseModel):
     """User-level settings, each from one environment variable:
 
     - ``data_dir`` (``LEANLOOP_DATA_DIR``): where the default database lives;
     - ``cache_dir`` (``LEANLOOP_CACHE_DIR``): clones, trace caches, converted models, downloads;
     - ``database`` (``LEANLOOP_DB``): the database used when none is given;
-    - ``fixtures`` (``LEANLOOP_FIXTURES``): a directory of recorded Lean data (the main job's
-      default dataset is its ``leandojo_benchmark_4``);
+    - ``fixtures`` (``LEANLOOP_FIXTURES``, default ``../shared/fixtures`` beside a source
+      checkout when it is there, as ``make`` passes it): a directory of recorded Lean data (the
+      main job's default dataset is its ``leandojo_benchmark_4``);
     - ``benchmarks`` (``LEANLOOP_BENCHMARKS``): a directory of benchmark files (``minif2f.jsonl``,
       ``proofnet.jsonl``) that ``--benchmark NAME`` finds there;
     - ``device`` (``LEANLOOP_DEVICE``): ``cpu`` keeps models off an accelerator;
@@ -66,7 +75,7 @@ class Settings(BaseModel):
             cache_dir=_path(get("LEANLOOP_CACHE_DIR"))
             or Path(platformdirs.user_cache_dir("leanloop")),
             database=get("LEANLOOP_DB"),
-            fixtures=_path(get("LEANLOOP_FIXTURES")),
+            fixtures=_path(get("LEANLOOP_FIXTURES")) or _checkout_fixtures(),
             benchmarks=_path(get("LEANLOOP_BENCHMARKS")),
             device=(get("LEANLOOP_DEVICE") or "").lower() or None,
             repl=_path(get("LEANLOOP_REPL")),

@@ -75,6 +75,19 @@ def _configure_logging(level: int) -> None:
     root.setLevel(level)
 
 
+#: The extra of leanloop that installs each optional library a command may need.
+EXTRAS = {
+    **dict.fromkeys(("uvicorn", "fastapi", "starlette", "httpx"), "serve"),
+    **dict.fromkeys(("openai", "anthropic", "google"), "serve"),
+    **dict.fromkeys(
+        ("torch", "transformers", "trl", "peft", "lightning", "datasets", "accelerate"), "train"
+    ),
+    **dict.fromkeys(("gguf", "rank_bm25", "matplotlib", "numpy"), "train"),
+    "ray": "dist",
+    "psycopg": "postgres",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; user errors become one line on stderr and a non-zero exit."""
     command = typer.main.get_command(app)
@@ -97,6 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("interrupted", highlight=False)
         return 130
+    except ModuleNotFoundError as exc:  # an optional part of leanloop that is not installed
+        extra = EXTRAS.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        err_console.print(
+            f"[bold red]error:[/] this command needs {exc.name}, which is not installed",
+            highlight=False,
+        )
+        err_console.print(escape(f"  hint: pip install 'leanloop[{extra}]'"), highlight=False)
+        return 1
     return 0
 
 
