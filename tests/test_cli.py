@@ -433,3 +433,12 @@ def test_the_fixtures_beside_a_checkout_are_the_default(tmp_path):
     settings = Settings.from_env({})
     assert settings.fixtures == (beside if beside.is_dir() else None)
     assert Settings.from_env({"LEANLOOP_FIXTURES": str(tmp_path)}).fixtures == tmp_path
+
+
+@pytest.mark.parametrize("content", [b"hello, not a database\n", b"SQLite format 3\x00cut short"])
+def test_import_into_a_file_that_is_not_a_database(capsys, sample_dir, tmp_path, content):
+    path = tmp_path / "lean.db"
+    path.write_bytes(content)
+    code, _, err = run_cli(capsys, "db", "import", sample_dir, "--db", path)
+    assert_one_line_error(code, err, "lean.db", "not a database")
+    assert path.read_bytes() == content  # left as it was

@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -231,3 +232,9 @@ def translate_errors(url: URL) -> Iterator[None]:
         if isinstance(exc, sa.exc.OperationalError):
             raise DatabaseError(f"database {describe(url)} is not usable: {reason}") from None
         raise DatabaseError(f"database {describe(url)}: {reason}") from None
+    except sqlite3.DatabaseError as exc:  # raised where leanloop talks to SQLite itself
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseError(
+            f"database {describe(url)} is not usable: {reason}",
+            hint="give a leanloop database, or a path where a new one is to be made",
+        ) from None
