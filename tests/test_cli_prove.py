@@ -125,3 +125,22 @@ def test_an_external_model_without_its_key_is_refused(capsys, sample_dir, tmp_pa
         str(tmp_path / "k.db"),
     )
     assert_one_line_error(code, err, "$LEANLOOP_TEST_KEY is not set")
+
+
+def test_a_split_name_alone_proves_one_schemes_split(capsys, sample_dir, tmp_path):
+    """``--split test`` of a dataset with two split schemes proves random/test (and says so),
+    not both schemes' test splits mixed together."""
+    from tests.helpers import sample_theorems, write_dataset
+
+    traced = [t for t in sample_theorems(sample_dir) if t.traced_tactics][:6]
+    data = write_dataset(
+        tmp_path / "data", {"random/test": traced[:2], "novel_premises/test": traced[2:6]}
+    )
+    argv = ["prove", "--dataset", data, "--replay", "--json", "--db", tmp_path / "p.db",
+            "--out", tmp_path / "o"]  # fmt: skip
+    code, out, err = run_cli(capsys, *argv, "--split", "test")
+    assert code == 0, err
+    assert len(out.splitlines()) == 2  # random/test's two theorems
+    assert "proving random/test (--split novel_premises/test for the other" in err
+    code, out, err = run_cli(capsys, *argv, "--split", "novel_premises/test")
+    assert code == 0 and len(out.splitlines()) == 4

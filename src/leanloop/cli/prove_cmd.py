@@ -68,7 +68,8 @@ def prove(
         "test",
         "--split",
         metavar="SPLIT",
-        help="The split to prove: test, val, train or SCHEME/SPLIT.",
+        help="The split to prove: test, val, train (of the random scheme) or SCHEME/SPLIT; "
+        "with --benchmark: test, valid or all.",
     ),
     replay: bool = typer.Option(
         False,
@@ -454,6 +455,15 @@ def _theorems(dataset_dir: Path, split: str, *, replay: bool, limit: int | None)
         raise LeanloopError(
             f"{dataset_dir}: no split {split!r} (found: {found})",
             hint="--split test, val, train or SCHEME/SPLIT such as random/test",
+        )
+    schemes = sorted({f.scheme for f in files})
+    if not scheme and len(schemes) > 1:  # one scheme's split, not several mixed together
+        chosen = "random" if "random" in schemes else schemes[0]
+        files = [f for f in files if f.scheme == chosen]
+        others = ", ".join(f"{s}/{name}" for s in schemes if s != chosen)
+        err_console.print(
+            f"proving {chosen}/{name} (--split {others} for the other split scheme)",
+            highlight=False,
         )
     seen: set = set()
     theorems: list[Theorem] = []
