@@ -37,8 +37,22 @@ def write_figure_atomic(path: str | Path, figure, dpi: int = 100) -> Path:
     return Path(path)
 
 
+def _new_file_mode() -> int:
+    """The mode a new file gets here: 0666 less the process's umask (as ``open`` would make
+    it; a temporary file is made 0600). The umask is read without changing it where the system
+    tells it (Linux), since setting it is not safe while other threads create files."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return 0o666 & ~int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one step (temporary file, fsync, rename)."""
+    """Replace ``path`` with ``data`` in one step (temporary file, fsync, rename); the file keeps
+    the mode it had, and a new one gets the mode the umask gives."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -49,6 +63,8 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         if path.exists():
             shutil.copymode(path, tmp)
+        else:
+            os.chmod(tmp, _new_file_mode())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
