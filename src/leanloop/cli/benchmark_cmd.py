@@ -118,7 +118,7 @@ def _run_whole(
         def on_sample(attempt) -> None:
             nonlocal done, verified
             done += 1
-            verified += attempt.status.value == "proved"
+            verified += attempt.status.found_proof
             update(done, total, note())
 
         def on_problem(result) -> None:

@@ -239,7 +239,9 @@ class AttemptStatus(StrEnum):
     """How an attempt to prove a theorem ended.
 
     ``proved``: Lean accepted the proof. ``replayed``: the recorded proof was found again in a
-    replay of traced data, which no Lean checked (never called proved). ``failed``: the search
+    replay of traced data, which no Lean checked (never called proved). ``recorded``: a verdict
+    Lean gave earlier on exactly this code accepted it, but its axioms could not be audited
+    (never called proved either). ``failed``: the search
     space was exhausted. ``refused``: a proof was found (or offered) but leanloop's soundness
     policy refused it (an axiom outside the allow-list, ``sorryAx``, a screened construct such as
     a declared ``axiom`` or a changed statement), with the reason; nothing else was accepted.
@@ -251,6 +253,7 @@ class AttemptStatus(StrEnum):
 
     PROVED = "proved"
     REPLAYED = "replayed"
+    RECORDED = "recorded"
     FAILED = "failed"
     REFUSED = "refused"
     CHANGED = "changed"
@@ -260,7 +263,7 @@ class AttemptStatus(StrEnum):
 
     @property
     def found_proof(self) -> bool:
-        return self in (AttemptStatus.PROVED, AttemptStatus.REPLAYED)
+        return self in (AttemptStatus.PROVED, AttemptStatus.REPLAYED, AttemptStatus.RECORDED)
 
 
 class ProofAttempt(_Record):

@@ -193,7 +193,7 @@ def verified_rows(run: BenchmarkRun) -> list[dict[str, Any]]:
     rows = []
     for result in run.problems:
         for attempt in result.attempts:
-            if attempt.status.value != "proved":
+            if not attempt.status.found_proof:
                 continue
             proof = attempt.proof[0] if attempt.proof else ""
             rows.append(

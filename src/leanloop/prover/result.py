@@ -88,4 +88,6 @@ def describe_status(status: AttemptStatus) -> str:
     """How an outcome is shown to a user: a replay says what it found, never 'proved'."""
     if status is AttemptStatus.REPLAYED:
         return "replayed (recorded proof found)"
+    if status is AttemptStatus.RECORDED:
+        return "accepted by a recorded verdict (axioms not audited)"
     return status.value

@@ -65,11 +65,13 @@ class ProblemResult:
 
     @property
     def verified(self) -> int:
-        return sum(a.status is AttemptStatus.PROVED for a in self.attempts)
+        """Samples Lean accepted: proved (audited), or accepted by a recorded verdict (the run's
+        ``source`` says which kind a run counts)."""
+        return sum(a.status.found_proof for a in self.attempts)
 
     @property
     def first_verified(self) -> ProofAttempt | None:
-        proved = [a for a in self.attempts if a.status is AttemptStatus.PROVED]
+        proved = [a for a in self.attempts if a.status.found_proof]
         return min(proved, key=lambda a: a.attempt) if proved else None
 
     @property
@@ -171,14 +173,11 @@ def verdict_attempt(
         status = AttemptStatus.TIMEOUT if verification.timed_out else AttemptStatus.ERROR
         return _ended(status, verification.error or "the check failed", proof)
     judgement = judge(verification.result, audited, config.axiom_policy)
-    if judgement.outcome is Outcome.ACCEPTED:
-        attempt = _ended(AttemptStatus.PROVED, "", proof).model_copy(
-            update={
-                "error": None if judgement.audited else "axioms not audited (recorded verdict)",
-                "axioms": judgement.axioms if judgement.audited else None,
-            }
-        )
-        return attempt
+    if judgement.outcome is Outcome.ACCEPTED and judgement.audited:
+        attempt = _ended(AttemptStatus.PROVED, "", proof)
+        return attempt.model_copy(update={"error": None, "axioms": judgement.axioms})
+    if judgement.outcome is Outcome.ACCEPTED:  # a recorded verdict: accepted, not audited
+        return _ended(AttemptStatus.RECORDED, "axioms not audited (recorded verdict)", proof)
     status = {
         Outcome.REFUSED: AttemptStatus.REFUSED,
         Outcome.BROKEN: AttemptStatus.ERROR,
@@ -421,7 +420,7 @@ def run_benchmark(
                 outcome.new.append(attempt)
                 if attempt.status is not AttemptStatus.ERROR:
                     results[problem_id].attempts.append(attempt)
-                if attempt.status is AttemptStatus.PROVED:
+                if attempt.status.found_proof:
                     with lock:
                         solved.add(problem_id)
                 if on_sample is not None:
