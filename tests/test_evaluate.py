@@ -23,17 +23,12 @@ from leanloop.prover.replay import ReplayServer
 from leanloop.prover.report import EvaluationReport, pass_at_k
 from leanloop.prover.run import evaluate, loopback_ray, run_proofs
 from tests.helpers import sample_theorems
-from tests.test_replay_server import UNREPLAYABLE
+from tests.test_replay_server import replay_mix
 
 
 @pytest.fixture(scope="module")
 def theorems(sample_dir):
-    """Ten replayable theorems, one that cannot be replayed and a term-mode one."""
-    everything = sample_theorems(sample_dir)
-    traced = [t for t in everything if t.traced_tactics and t.full_name not in UNREPLAYABLE]
-    unreplayable = next(t for t in everything if t.full_name in UNREPLAYABLE)
-    term_mode = next(t for t in everything if not t.traced_tactics)
-    return [*traced[:10], unreplayable, term_mode]
+    return replay_mix(sample_dir, 10)
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from tests.ray_cluster import (
     loopback_cluster,
     remote_addresses,
 )
-from tests.test_replay_server import UNREPLAYABLE
+from tests.test_replay_server import replay_mix
 
 pytest.importorskip("ray")
 
@@ -61,12 +61,7 @@ def cluster(running: LoopbackCluster) -> LoopbackCluster:
 
 @pytest.fixture(scope="module")
 def theorems(sample_dir):
-    """Four replayable theorems, one that cannot be replayed and a term-mode one."""
-    everything = sample_theorems(sample_dir)
-    traced = [t for t in everything if t.traced_tactics and t.full_name not in UNREPLAYABLE]
-    unreplayable = next(t for t in everything if t.full_name in UNREPLAYABLE)
-    term_mode = next(t for t in everything if not t.traced_tactics)
-    return [*traced[:4], unreplayable, term_mode]
+    return replay_mix(sample_dir, 4)
 
 
 def prover(sample_dir):

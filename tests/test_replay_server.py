@@ -171,3 +171,12 @@ def test_from_database_replays_the_same_steps(tmp_path, sample_dir, traced):
         after = from_db.run_tactic(a, step.tactic)
         expected = () if step.state_after == NO_GOALS else goals_of(step.state_after)
         assert (after.goals if isinstance(after, ProofState) else ()) == expected
+
+
+def replay_mix(sample_dir, replayable: int) -> list:
+    """``replayable`` theorems the replay finishes, one it cannot and a term-mode one."""
+    everything = sample_theorems(sample_dir)
+    traced = [t for t in everything if t.traced_tactics and t.full_name not in UNREPLAYABLE]
+    unreplayable = next(t for t in everything if t.full_name in UNREPLAYABLE)
+    term_mode = next(t for t in everything if not t.traced_tactics)
+    return [*traced[:replayable], unreplayable, term_mode]

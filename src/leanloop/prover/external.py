@@ -49,7 +49,7 @@ class ChatGenerator:
         self.logprobs = logprobs
         self.prompt_format = prompt_format
         self.client = openai.OpenAI(
-            api_key=_api_key(api_key_env) or "not-needed",
+            api_key=api_key_from(api_key_env) or "not-needed",
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
@@ -125,7 +125,7 @@ def _feedback_text(failures: Sequence[Failure]) -> str:
     return "\n\nThese tactics failed on this state:\n" + "\n".join(lines)
 
 
-def _api_key(variable: str | None) -> str | None:
+def api_key_from(variable: str | None) -> str | None:
     """The API key in ``$variable`` (never shown); a clear error when it is not set."""
     if variable is None:
         return None
@@ -169,7 +169,7 @@ class ExternalProver(BaseProver):
                 f"ExternalProver: timeout={timeout}, max_retries={max_retries}: the timeout must "
                 "be positive and the retries at least 0"
             )
-        _api_key(api_key_env)  # a missing key is an error now, not in a worker
+        api_key_from(api_key_env)  # a missing key is an error now, not in a worker
         self.model_name = model_name
         self.base_url = base_url
         self.api_key_env = api_key_env

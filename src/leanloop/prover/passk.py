@@ -1,10 +1,8 @@
 """pass@k, the number prover papers report: the unbiased estimator of the chance that at least one
-of k samples drawn from n (of which c are correct) is correct (Chen et al., 2021), averaged over
-problems, and the values of k a run of n samples reports."""
+of k samples drawn from n (of which c are correct) is correct (Chen et al., 2021), and the values
+of k a run of n samples reports (the report averages it over problems)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -31,12 +29,3 @@ def ks_for(n: int) -> list[int]:
         ks.append(k)
         k *= 2
     return [*ks, n]
-
-
-def mean_pass_at_k(counts: Iterable[tuple[int, int]], k: int) -> float:
-    """pass@k averaged over problems, each given as (samples n, correct c); problems with fewer
-    than k samples are an error (their pass@k is not defined)."""
-    values = [pass_at_k(n, c, k) for n, c in counts]
-    if not values:
-        return 0.0
-    return sum(values) / len(values)

@@ -162,10 +162,10 @@ class EndpointSampler:
         if client is None:
             import openai
 
-            from leanloop.prover.external import _api_key
+            from leanloop.prover.external import api_key_from
 
             client = openai.OpenAI(
-                api_key=_api_key(api_key_env) or "not-needed",
+                api_key=api_key_from(api_key_env) or "not-needed",
                 base_url=base_url,
                 timeout=timeout,
                 max_retries=max_retries,

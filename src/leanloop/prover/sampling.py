@@ -13,7 +13,6 @@ import logging
 import queue
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -452,11 +451,3 @@ def _drain(source: queue.Queue) -> None:
     with contextlib.suppress(queue.Empty):
         while True:
             source.get_nowait()
-
-
-def problem_sources(problems: Sequence[BenchmarkProblem]) -> dict[str, list[str]]:
-    """The ids of the problems of each source (name prefix), sources in order."""
-    sources: dict[str, list[str]] = defaultdict(list)
-    for problem in problems:
-        sources[problem.source].append(problem.id)
-    return dict(sources)
