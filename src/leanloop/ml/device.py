@@ -3,7 +3,6 @@ present, otherwise the CPU in fp32."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 
@@ -45,12 +44,22 @@ def detect_hardware(*, force_cpu: bool | None = None) -> Hardware:
 
 
 def limit_threads(count: int | None = None) -> None:
-    """Use ``count`` CPU threads in torch (``$OMP_NUM_THREADS`` when not given)."""
+    """Set how many CPU threads torch uses.
+
+    Args:
+        count: The number of threads (at least one is used); ``None`` takes
+            ``Settings.threads`` (``OMP_NUM_THREADS``), and leaves torch as it is when that is
+            unset.
+
+    Raises:
+        LeanloopError: ``OMP_NUM_THREADS`` is not a whole number.
+    """
     import torch
 
     if count is None:
-        value = os.environ.get("OMP_NUM_THREADS")
-        if not value:
+        from leanloop.settings import Settings
+
+        count = Settings.from_env().threads
+        if count is None:
             return
-        count = int(value)
     torch.set_num_threads(max(1, count))

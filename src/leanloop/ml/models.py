@@ -100,7 +100,10 @@ def _lookup(name: str) -> PackagedModel | None:
 
 
 def hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    """Whether the Hugging Face hub is off (``HF_HUB_OFFLINE``, read through ``Settings``)."""
+    from leanloop.settings import Settings
+
+    return Settings.from_env().hub_offline
 
 
 def _in_hub_cache(hub_name: str) -> bool:
