@@ -9,10 +9,12 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import sqlalchemy as sa
+import tenacity
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from leanloop.errors import DatabaseError
@@ -124,53 +126,67 @@ def _sqlite_on_begin(connection) -> None:
     # A write transaction takes SQLite's write lock at once, so a second writer waits for it
     # instead of failing when its read lock cannot be upgraded; waiting is said, not silent.
     raw = connection.connection.dbapi_connection
+
+    def begin_immediate() -> None:
+        if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            # write-ahead logging: readers go on while a writer works (kept in the file; the
+            # switch itself needs the file to itself, so it may wait too)
+            raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("BEGIN IMMEDIATE")
+
+    # each try waits up to 250 ms inside SQLite, so the tries follow each other directly
     raw.execute("PRAGMA busy_timeout=250")
     try:
-        with _LockWait(connection) as wait:
-            while True:
-                try:
-                    if raw.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                        # write-ahead logging: readers go on while a writer works (kept in the
-                        # file; the switch itself needs the file to itself, so it may wait too)
-                        raw.execute("PRAGMA journal_mode=WAL")
-                    raw.execute("BEGIN IMMEDIATE")
-                    return
-                except Exception as exc:  # sqlite3.OperationalError: database is locked
-                    if "locked" not in str(exc) and "busy" not in str(exc):
-                        raise
-                    wait.still_waiting()
+        _LockWait(connection).until(
+            begin_immediate, retry=tenacity.retry_if_exception(_locked), pause=0.0
+        )
     finally:
         raw.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_MS}")
 
 
+def _locked(exc: BaseException) -> bool:
+    """sqlite3.OperationalError: database is locked (or busy): another writer has the file."""
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class _LockWait:
-    """Counts the time a writer waits for another one, logging a notice now and then, and
-    gives up with an error that says why after ``LOCK_TIMEOUT_S``."""
+    """Tries to take a database's write lock until it is free (tenacity), logging a notice
+    now and then while another writer has it, and gives up with an error that says why
+    after ``LOCK_TIMEOUT_S``."""
 
     def __init__(self, connection) -> None:
         self.what = describe(connection.engine.url)
-        self.started = time.monotonic()
         self.noticed = 0.0
 
-    def __enter__(self) -> _LockWait:
-        return self
+    def until(self, attempt: Callable[[], Any], *, retry: tenacity.retry_base, pause: float):
+        """Call ``attempt`` until ``retry`` no longer asks for another try, ``pause`` seconds
+        apart; an exception ``retry`` does not ask to retry is raised as it is.
 
-    def __exit__(self, *exc) -> None:
-        waited = time.monotonic() - self.started
-        if self.noticed and exc[0] is None:
+        Returns:
+            What the last call of ``attempt`` returned.
+
+        Raises:
+            DatabaseError: The lock stayed taken for ``LOCK_TIMEOUT_S`` seconds.
+        """
+        retrying = tenacity.Retrying(
+            retry=retry,
+            stop=tenacity.stop_after_delay(LOCK_TIMEOUT_S),
+            wait=tenacity.wait_fixed(pause),
+            before_sleep=self._still_waiting,
+            retry_error_callback=self._give_up,
+        )
+        started = time.monotonic()
+        result = retrying(attempt)
+        if self.noticed:
             log.warning(
-                "the other writer finished; writing to %s (waited %.0f s)", self.what, waited
+                "the other writer finished; writing to %s (waited %.0f s)",
+                self.what,
+                time.monotonic() - started,
             )
+        return result
 
-    def still_waiting(self, pause: float = 0.0) -> None:
-        waited = time.monotonic() - self.started
-        if waited >= LOCK_TIMEOUT_S:
-            raise DatabaseError(
-                f"database {self.what} stayed locked for {waited:.0f} s: another process is "
-                "writing to it (an import, an export or a trace)",
-                hint="wait until the other leanloop command finishes, or stop it, then run "
-                "this one again",
-            )
+    def _still_waiting(self, state: tenacity.RetryCallState) -> None:
+        waited = state.seconds_since_start or 0.0
         due = LOCK_NOTICE_EVERY_S if self.noticed else LOCK_FIRST_NOTICE_S
         if waited - self.noticed >= due:
             self.noticed = waited
@@ -180,17 +196,25 @@ class _LockWait:
                 self.what,
                 waited,
             )
-        if pause:
-            time.sleep(pause)
+
+    def _give_up(self, state: tenacity.RetryCallState) -> None:
+        raise DatabaseError(
+            f"database {self.what} stayed locked for {state.seconds_since_start or 0.0:.0f} s: "
+            "another process is writing to it (an import, an export or a trace)",
+            hint="wait until the other leanloop command finishes, or stop it, then run "
+            "this one again",
+        )
 
 
 def _pg_take_write_lock(conn: Connection) -> None:
     """Serialise PostgreSQL writers (schema creation included) with one advisory lock held
     until the transaction ends, as SQLite's write lock does."""
     take = sa.text("SELECT pg_try_advisory_xact_lock(:key)")
-    with _LockWait(conn) as wait:
-        while not conn.execute(take, {"key": PG_WRITE_LOCK}).scalar():
-            wait.still_waiting(pause=0.25)
+    _LockWait(conn).until(
+        lambda: conn.execute(take, {"key": PG_WRITE_LOCK}).scalar(),
+        retry=tenacity.retry_if_not_result(bool),
+        pause=0.25,
+    )
 
 
 #: Execution option marking a connection's transaction as one that writes.
