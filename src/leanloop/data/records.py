@@ -38,7 +38,14 @@ class _Record(BaseModel):
 
 
 class PremiseRef(_Record):
-    """A premise used by a tactic: where it is defined."""
+    """A premise used by a tactic: where it is defined.
+
+    Attributes:
+        full_name: The premise's full Lean name.
+        def_path: The file that defines it.
+        def_pos: Where its definition starts.
+        def_end_pos: Where its definition ends.
+    """
 
     full_name: str
     def_path: str
@@ -50,6 +57,10 @@ class AnnotatedTactic(_Record):
     """A tactic's text with ``<a>name</a>`` marks around premise uses, and the premises marked.
 
     LeanDojo stores it as the pair ``[text, [premise, ...]]``; that form is accepted too.
+
+    Attributes:
+        text: The tactic with ``<a>name</a>`` around each premise it uses.
+        premises: The premises marked, in order.
     """
 
     text: str
@@ -71,7 +82,15 @@ class AnnotatedTactic(_Record):
 
 
 class TracedTactic(_Record):
-    """One step of a traced proof: the tactic, the premises it used and the states around it."""
+    """One step of a traced proof: the tactic, the premises it used and the states around it.
+
+    Attributes:
+        tactic: The tactic as written.
+        annotated_tactic: The tactic with its premises marked (default: ``tactic``, no
+            premises).
+        state_before: The pretty-printed proof state before the tactic.
+        state_after: The state after it (``no goals`` when it closed the last goal).
+    """
 
     tactic: str
     annotated_tactic: AnnotatedTactic
@@ -87,14 +106,17 @@ class TracedTactic(_Record):
 
     @property
     def premises(self) -> tuple[PremiseRef, ...]:
+        """The premises the tactic uses."""
         return self.annotated_tactic.premises
 
     @property
     def closes_goal(self) -> bool:
+        """Whether no goals are left after the tactic."""
         return self.state_after == NO_GOALS
 
     @property
     def is_sorry(self) -> bool:
+        """Whether the tactic leaves a hole (``sorry`` or ``admit``)."""
         return is_sorry_tactic(self.tactic)
 
 
@@ -107,7 +129,21 @@ class TheoremStatus(StrEnum):
 
 
 class Theorem(_Record):
-    """A theorem of a repository at a commit, with its traced proof when it has one."""
+    """A theorem of a repository at a commit, with its traced proof when it has one.
+
+    Attributes:
+        url: The repository's git URL (or local path).
+        commit: The commit.
+        file_path: The file that declares it, relative to the repository.
+        full_name: Its full Lean name.
+        start: Where its declaration starts.
+        end: Where it ends.
+        statement: Its statement as written, when known.
+        traced_tactics: The steps of its traced proof (empty for a term proof or an
+            untraced theorem).
+        status: Whether the proof is complete, has a ``sorry``, or had one that is now
+            proved.
+    """
 
     url: str
     commit: str
@@ -138,10 +174,12 @@ class Theorem(_Record):
 
     @property
     def num_steps(self) -> int:
+        """The number of traced proof steps (the curriculum's measure of difficulty)."""
         return len(self.traced_tactics)
 
     @property
     def key(self) -> TheoremKey:
+        """What identifies the theorem across commits of its repository."""
         return TheoremKey(repository_identity(self.url), self.file_path, self.full_name)
 
 
@@ -157,7 +195,16 @@ class TheoremKey(NamedTuple):
 
 
 class Premise(_Record):
-    """A declaration that proofs can use: where it is and its source code."""
+    """A declaration that proofs can use: where it is and its source code.
+
+    Attributes:
+        full_name: Its full Lean name.
+        file_path: The file that defines it.
+        start: Where its declaration starts.
+        end: Where it ends.
+        code: Its source code.
+        kind: The kind of declaration (``theorem``, ``def``, ...), when known.
+    """
 
     full_name: str
     file_path: str
@@ -168,7 +215,13 @@ class Premise(_Record):
 
 
 class SourceFile(_Record):
-    """A Lean source file of a project: its path, the files it imports and its declarations."""
+    """A Lean source file of a project: its path, the files it imports and its declarations.
+
+    Attributes:
+        path: The file's path, relative to the project.
+        imports: The paths of the files it imports.
+        premises: The declarations it makes.
+    """
 
     path: str
     imports: tuple[str, ...] = ()
@@ -176,7 +229,14 @@ class SourceFile(_Record):
 
 
 class Repository(_Record):
-    """A Lean project at a commit: a git URL (or a local path) and the Lean version it pins."""
+    """A Lean project at a commit: a git URL (or a local path) and the Lean version it pins.
+
+    Attributes:
+        url: The git URL, or a local path.
+        commit: The commit.
+        lean_version: The Lean version the project pins, when known.
+        name: A short name (default: ``owner/repo`` of the URL, or the folder's name).
+    """
 
     url: str
     commit: str
@@ -198,6 +258,7 @@ class Repository(_Record):
 
     @property
     def identity(self) -> str:
+        """The URL in a canonical form: how commits of one repository are recognised."""
         return repository_identity(self.url)
 
     def __str__(self) -> str:
@@ -263,11 +324,27 @@ class AttemptStatus(StrEnum):
 
     @property
     def found_proof(self) -> bool:
+        """Whether the attempt found a proof (``proved``, ``replayed`` or ``recorded``)."""
         return self in (AttemptStatus.PROVED, AttemptStatus.REPLAYED, AttemptStatus.RECORDED)
 
 
 class ProofAttempt(_Record):
-    """One attempt of a prover on a theorem, as an evaluation run records it."""
+    """One attempt of a prover on a theorem, as an evaluation run records it.
+
+    Attributes:
+        url: The theorem's repository.
+        commit: Its commit.
+        file_path: Its file.
+        full_name: Its full name.
+        status: How the attempt ended.
+        prover: The prover's name.
+        expansions: Search nodes expanded.
+        tree_size: Distinct proof states in the search tree.
+        seconds: Wall-clock seconds the attempt took.
+        lean_seconds: Seconds of it spent waiting for Lean.
+        model_seconds: Seconds of it spent in the model.
+        error: Why it ended so (an ``error``'s or a refusal's reason), or what was found.
+    """
 
     run: str = Field(description="The evaluation run (a rerun of it skips finished theorems).")
     url: str
@@ -303,4 +380,5 @@ class ProofAttempt(_Record):
 
     @property
     def key(self) -> TheoremKey:
+        """What identifies the theorem across commits of its repository."""
         return TheoremKey(repository_identity(self.url), self.file_path, self.full_name)

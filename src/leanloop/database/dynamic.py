@@ -42,6 +42,15 @@ class DynamicDatabase:
     ``DynamicDatabase("path/to/file.db")`` a SQLite file; ``DynamicDatabase("postgresql://...")``
     a PostgreSQL database. Opening never changes anything: tables are created by the first write,
     and every write is one transaction that either fully happens or leaves no trace.
+
+    Args:
+        url: A SQLite file path (``~`` is expanded), a ``sqlite://`` or ``postgresql://`` URL,
+            or None for ``Settings.default_database`` (``$LEANLOOP_DB``, else ``leanloop.db``
+            in the user's data directory).
+
+    Raises:
+        DatabaseError: ``url`` is empty, not a URL of SQLite or PostgreSQL, or its driver is
+            not installed.
     """
 
     def __init__(self, url: str | Path | None = None) -> None:
@@ -57,13 +66,16 @@ class DynamicDatabase:
 
     @property
     def description(self) -> str:
+        """The database's URL as shown to users (a password hidden)."""
         return self._access.description
 
     @property
     def sqlite_path(self) -> Path | None:
+        """The SQLite file, or None for PostgreSQL (and an in-memory database)."""
         return self._access.sqlite_path
 
     def close(self) -> None:
+        """Release the database's connections (also done when a ``with`` block ends)."""
         self._access.close()
 
     def __enter__(self) -> DynamicDatabase:
@@ -73,7 +85,13 @@ class DynamicDatabase:
         self.close()
 
     def transaction(self):
-        """One write transaction: committed when the block ends, rolled back if it raises."""
+        """One write transaction: committed when the block ends, rolled back if it raises.
+
+        Returns:
+            ContextManager[Connection]: A context manager giving the SQLAlchemy connection; the
+            database's write lock is held until the block ends (other writers wait, saying
+            so).
+        """
         return self._access.write()
 
     # -- adding --------------------------------------------------------------------------------
@@ -92,6 +110,18 @@ class DynamicDatabase:
 
         Adding what is already there changes nothing. Theorems of another commit of the same
         repository that were open sorries and are proved in this commit become ``sorry_proved``.
+
+        Args:
+            repository: The repository at its commit.
+            theorems: Its theorems (streamed: any iterable).
+            source_files: Its files with the premises they define (the corpus).
+            traced_files: The paths of the files that were traced.
+            source: Where the records came from (e.g. ``trace:URL@COMMIT``), kept with them.
+            batch_size: Rows written per statement.
+
+        Returns:
+            How many repositories, theorems, tactics, premises and files were added and how
+            many were already there.
         """
         with without_cycle_collection(), self.transaction() as conn:
             return add_records(
@@ -118,6 +148,20 @@ class DynamicDatabase:
 
         With ``keep_splits`` a LeanDojo dataset's own train/val/test labels become the theorems'
         splits (unless a theorem already has one); otherwise splits are assigned at export time.
+
+        Args:
+            path: The dataset: a directory, a split file, a ``.jsonl`` or a ``.lean`` file.
+            keep_splits: Keep a LeanDojo dataset's split labels.
+            progress: Called as ``progress(done, total)`` while theorems are read (``total``
+                is None when unknown).
+            batch_size: Rows written per statement.
+
+        Returns:
+            How many records were added and how many were already there.
+
+        Raises:
+            DataFormatError: The dataset is malformed; the message names the file, line and
+                field. Nothing of it is stored then.
         """
         dataset = open_dataset(path)
         with without_cycle_collection(), self.transaction() as conn:
@@ -145,6 +189,24 @@ class DynamicDatabase:
         ``build_deps`` also scans the dependencies' sources, so that premises defined there are
         known. Needs a Lean toolchain and the Lean REPL (``leanloop doctor`` says what is
         missing). Tracing a commit again changes nothing.
+
+        Args:
+            url: A git URL to clone (give ``url`` or ``path``, not both).
+            commit: The commit of ``url`` to trace (a local directory is traced as it is).
+            path: A local Lean project directory or a single ``.lean`` file.
+            build_deps: Also scan the dependencies' sources for premises.
+            build: Build the project with ``lake build`` first.
+            workers: Files traced at once, one Lean REPL each.
+            **options (Any): Passed to ``leanloop.tracing.trace_project``: ``cache_dir``,
+                ``timeout`` and ``memory_limit_mb`` (per file), ``progress(done, total)``.
+
+        Returns:
+            TraceReport: The repository, what was added, the files traced (and how many came
+            from the cache), the files that failed and what was skipped, with why.
+
+        Raises:
+            LeanloopError: Neither or both of ``url`` and ``path`` are given, or the Lean
+                toolchain is missing (saying what to install).
         """
         from leanloop.lean.project import open_project
         from leanloop.tracing.project import trace_project
@@ -172,7 +234,15 @@ class DynamicDatabase:
         )
 
     def record_proof(self, theorem: Theorem, proof: str) -> None:
-        """Store a proof found for an open sorry theorem; it becomes ``sorry_proved``."""
+        """Store a proof found for an open sorry theorem; it becomes ``sorry_proved``.
+
+        Args:
+            theorem: The theorem, as stored (its repository, commit, file and name find it).
+            proof: The proof that replaces its ``sorry``.
+
+        Raises:
+            LeanloopError: The theorem is not stored, or is not an open sorry.
+        """
         with self.transaction() as conn:
             row = queries.theorem_row(conn, theorem)
             if row.status != TheoremStatus.SORRY.value:
@@ -186,14 +256,32 @@ class DynamicDatabase:
             )
 
     def delete_repository(self, url: str, commit: str) -> None:
-        """Remove a repository at a commit and what belongs to it (split assignments are kept)."""
+        """Remove a repository at a commit and what belongs to it (split assignments are kept).
+
+        Args:
+            url: The repository's URL.
+            commit: The commit to remove.
+
+        Raises:
+            LeanloopError: No such repository at that commit is stored.
+        """
         with self.transaction() as conn:
             rid = queries.repository_id(conn, (url, commit))
             conn.execute(repository_table.delete().where(repository_table.c.id == rid))
 
     def reset_splits(self, scheme: str | None = None) -> int:
         """Forget the split assignments of ``scheme`` (or of every scheme) and the settings
-        that made them: the next export assigns afresh. Returns how many were forgotten."""
+        that made them: the next export assigns afresh.
+
+        Args:
+            scheme: ``random`` or ``novel_premises``; None for both.
+
+        Returns:
+            How many assignments were forgotten.
+
+        Raises:
+            LeanloopError: ``scheme`` is not a known split scheme.
+        """
         if scheme is not None and scheme not in SCHEMES:
             raise LeanloopError(
                 f"unknown split scheme {scheme!r}", hint=f"one of: {', '.join(SCHEMES)}"
@@ -208,15 +296,29 @@ class DynamicDatabase:
     # -- queries -------------------------------------------------------------------------------
 
     def get_repositories(self) -> list[Repository]:
-        """All repositories, in the order they were added."""
+        """All repositories.
+
+        Returns:
+            The stored repositories, in the order they were added.
+        """
         with self._access.read() as conn:
             return [] if conn is None else queries.all_repositories(conn)
 
     @property
     def repositories(self) -> list[Repository]:
+        """All repositories, in the order they were added (as ``get_repositories()``)."""
         return self.get_repositories()
 
     def get_repository(self, url: str, commit: str) -> Repository | None:
+        """One repository at one commit.
+
+        Args:
+            url: The repository's URL.
+            commit: Its commit.
+
+        Returns:
+            The repository, or None when it is not stored.
+        """
         with self._access.read() as conn:
             return None if conn is None else queries.find_repository(conn, url, commit)
 
@@ -228,7 +330,18 @@ class DynamicDatabase:
         status: TheoremStatus | str | None = None,
         with_tactics: bool = True,
     ) -> Iterator[Theorem]:
-        """Stream theorems, optionally of one repository, one file and one status."""
+        """Stream theorems, optionally of one repository, one file and one status.
+
+        Args:
+            repository: A ``Repository`` or a ``(url, commit)`` pair; None for every one.
+            file_path: Only the theorems of this file (relative to the repository).
+            status: Only theorems of this status (``proven``, ``sorry``, ``sorry_proved``).
+            with_tactics: Read each theorem's traced tactics too (off: faster, ``tactics``
+                empty).
+
+        Yields:
+            The theorems, one at a time (memory does not grow with their number).
+        """
         with self._access.read() as conn:
             if conn is not None:
                 yield from queries.iter_theorems(
@@ -243,6 +356,17 @@ class DynamicDatabase:
         status: TheoremStatus | str | None = None,
         with_tactics: bool = True,
     ) -> list[Theorem]:
+        """The theorems ``iter_theorems`` streams, as a list.
+
+        Args:
+            repository: A ``Repository`` or a ``(url, commit)`` pair; None for every one.
+            file_path: Only the theorems of this file (relative to the repository).
+            status: Only theorems of this status.
+            with_tactics: Read each theorem's traced tactics too.
+
+        Returns:
+            The theorems.
+        """
         return list(
             self.iter_theorems(
                 repository, file_path=file_path, status=status, with_tactics=with_tactics
@@ -250,12 +374,28 @@ class DynamicDatabase:
         )
 
     def get_sorry_theorems(self, repository: RepositoryLike | None = None) -> list[Theorem]:
-        """Theorems whose proof still has a ``sorry`` that no later commit or prover closed."""
+        """Theorems whose proof still has a ``sorry`` that no later commit or prover closed.
+
+        Args:
+            repository: A ``Repository`` or a ``(url, commit)`` pair; None for every one.
+
+        Returns:
+            The open sorry theorems.
+        """
         return self.get_theorems(repository, status=TheoremStatus.SORRY)
 
     def get_premises(
         self, repository: RepositoryLike | None = None, *, file_path: str | None = None
     ) -> list[Premise]:
+        """The premises (definitions, lemmas) the stored files define.
+
+        Args:
+            repository: A ``Repository`` or a ``(url, commit)`` pair; None for every one.
+            file_path: Only the premises of this file.
+
+        Returns:
+            The premises.
+        """
         with self._access.read() as conn:
             return [] if conn is None else queries.premises_of(conn, repository, file_path)
 
@@ -263,20 +403,38 @@ class DynamicDatabase:
 
     def record_attempt(self, attempt: ProofAttempt) -> None:
         """Store one attempt of an evaluation run (replacing an earlier record of the same
-        run, theorem and attempt), in its own transaction."""
+        run, theorem and attempt), in its own transaction.
+
+        Args:
+            attempt: The attempt; its ``run`` names the run.
+        """
         with self.transaction() as conn:
             attempts.record_attempt(conn, attempt)
 
     def get_attempts(self, run: str | None = None) -> list[ProofAttempt]:
-        """The stored attempts of ``run`` (or of every run), in the order they finished."""
+        """The stored attempts of a run.
+
+        Args:
+            run: The run's name; None for every run.
+
+        Returns:
+            The attempts, in the order they finished.
+        """
         with self._access.read() as conn:
             return [] if conn is None else list(attempts.iter_attempts(conn, run))
 
     def finished_attempts(
         self, run: str, *, retry_errors: bool = True
     ) -> set[tuple[TheoremKey, str, int]]:
-        """(theorem key, commit, attempt) of the run's finished attempts, so that a rerun skips
-        them; attempts that ended in an error are tried again unless ``retry_errors`` is off."""
+        """What a rerun of ``run`` skips.
+
+        Args:
+            run: The run's name.
+            retry_errors: Count attempts that ended in an error as unfinished (tried again).
+
+        Returns:
+            (theorem key, commit, attempt number) of the run's finished attempts.
+        """
         with self._access.read() as conn:
             if conn is None:
                 return set()
@@ -284,20 +442,36 @@ class DynamicDatabase:
 
     def run_progress(self, run: str) -> attempts.RunProgress:
         """What ``run`` has finished (errors are tried again) and which theorems it solved:
-        how every proving command decides what a rerun skips."""
+        how every proving command decides what a rerun skips.
+
+        Args:
+            run: The run's name.
+
+        Returns:
+            A ``RunProgress`` (empty for a run with no attempts).
+        """
         with self._access.read() as conn:
             return attempts.RunProgress() if conn is None else attempts.run_progress(conn, run)
 
     # -- curriculum ----------------------------------------------------------------------------
 
     def curriculum(self) -> Curriculum:
-        """Repositories easiest first, each with its theorems' difficulty counts, and the
-        thresholds (log difficulty at the 33rd and 67th percentiles)."""
+        """The curriculum: which repositories to train on first.
+
+        Returns:
+            A pair: the repositories easiest first, each with its theorems' difficulty counts;
+            and the thresholds (log difficulty at the 33rd and 67th percentiles), None when no
+            theorem has proof steps.
+        """
         with self._access.read() as conn:
             return ([], None) if conn is None else curriculum(conn)
 
     def sort_repositories_by_difficulty(self) -> list[Repository]:
-        """Repositories ordered by their share of easy theorems, highest first."""
+        """The repositories in curriculum order.
+
+        Returns:
+            The repositories ordered by their share of easy theorems, highest first.
+        """
         return [repo for repo, _ in self.curriculum()[0]]
 
     # -- export and statistics -----------------------------------------------------------------
@@ -320,6 +494,21 @@ class DynamicDatabase:
         added last wins; copies in other repositories (same file, name and position) are
         written once and share one split. Settings that would leave train (or a split asked
         for) empty are refused before anything is stored.
+
+        Args:
+            repositories: ``Repository`` records or ``(url, commit)`` pairs.
+            output_path: The dataset's directory; only the dataset's own entries in it are
+                replaced, each written aside and renamed into place.
+            split_config: How new theorems are split; None keeps the stored settings.
+            progress: Called as ``progress(done, total)`` while theorems are written.
+
+        Returns:
+            An ``ExportReport``: the directory, the number of theorems, each scheme's split
+            sizes, how many theorems were given a split now, and warnings.
+
+        Raises:
+            LeanloopError: No repositories are given, one is not stored, or the split
+                settings would leave a split empty.
         """
         # the splits are stored first, in a short write; the files are written from a read, so
         # that they only ever hold stored splits and other writers need not wait for them
@@ -335,6 +524,11 @@ class DynamicDatabase:
                 )
 
     def stats(self) -> DatabaseStats:
-        """Counts per repository and in total, with each repository's difficulty profile."""
+        """What the database holds.
+
+        Returns:
+            Counts per repository and in total (theorems, tactics, premises, open sorries,
+            ...), with each repository's difficulty profile.
+        """
         with self._access.read() as conn:
             return collect_stats(conn, self.description)

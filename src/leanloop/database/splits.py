@@ -29,7 +29,13 @@ Split = Literal["train", "val", "test"]
 
 
 class SplitConfig(BaseModel):
-    """Sizes of val and test: a fraction of the theorems (a float below 1) or a count (an int)."""
+    """Sizes of val and test: a fraction of the theorems (a float below 1) or a count (an int).
+
+    Attributes:
+        val: The validation split's size (default a tenth).
+        test: The test split's size (default a tenth).
+        seed: The seed of the rules that place new theorems in splits.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -59,7 +65,14 @@ class SplitConfig(BaseModel):
         return self
 
     def sizes(self, total: int) -> tuple[int, int]:
-        """How many theorems val and test should have out of ``total``."""
+        """How many theorems val and test should have.
+
+        Args:
+            total: The number of theorems split.
+
+        Returns:
+            The sizes of val and of test (together never more than ``total``).
+        """
         val = _size(self.val, total)
         test = min(_size(self.test, total), total - val)
         return val, test

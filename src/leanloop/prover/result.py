@@ -17,6 +17,11 @@ class SearchResult(BaseModel):
     (found again in recorded data, which no Lean checked): the tactics from the first state to
     the finished proof, or one whole proof in whole-proof mode. ``error`` says why for
     ``error`` (and what was found otherwise, e.g. the step a re-check stopped at).
+
+    Attributes:
+        status: How the attempt ended.
+        proof: The proof found (see above).
+        error: Why it ended so, or what was found.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -38,6 +43,7 @@ class SearchResult(BaseModel):
 
     @property
     def found_proof(self) -> bool:
+        """Whether a proof was found (proved, replayed or recorded)."""
         return self.status.found_proof
 
     @property
@@ -54,8 +60,19 @@ class SearchResult(BaseModel):
         prover: str = "",
         environment: Literal["lean", "replay"] | None = None,
     ) -> ProofAttempt:
-        """The database record of this result as attempt ``attempt`` of ``run``, made on a
-        Lean server (``environment="lean"``) or a replay."""
+        """The database record of this result.
+
+        Args:
+            theorem: The theorem the attempt was on.
+            run: The run's name.
+            attempt: Which attempt on the theorem it was (for pass@k).
+            prover: The prover's name.
+            environment: ``lean`` when a Lean server checked it, ``replay`` for recorded
+                steps; None when unknown.
+
+        Returns:
+            The ``ProofAttempt`` to store with ``DynamicDatabase.record_attempt``.
+        """
         return ProofAttempt(
             run=run,
             url=theorem.url,
