@@ -41,6 +41,12 @@ class PantographServer(LeanServer):
 
     Pantograph addresses each goal of a state (``goal=`` of ``run_tactic``) and deletes states on
     ``release``; whole files are checked with its frontend.
+
+    Args:
+        transport: How requests reach the process (``launch`` makes one that starts
+            ``pantograph-repl`` in a project).
+        options: Pantograph options (its ``options.set`` command), set again after every
+            restart.
     """
 
     backend = "pantograph"
@@ -65,7 +71,24 @@ class PantographServer(LeanServer):
         options: dict | None = None,
         env: dict[str, str] | None = None,
     ) -> PantographServer:
-        """A Pantograph process started lazily as ``lake env <exe> MODULE...`` in the project."""
+        """A Pantograph server whose process starts on the first request, as
+        ``lake env <executable> MODULE...`` in the project.
+
+        Args:
+            project_root: The Lake project (built) whose environment is loaded.
+            executable: The ``pantograph-repl`` executable.
+            modules: The modules to import.
+            lake: The ``lake`` executable.
+            timeout: Seconds a request may take before the process is stopped.
+            start_timeout: Seconds the process may take to start (importing Mathlib takes a
+                while).
+            memory_limit_mb: Stop the process when it uses more memory than this.
+            options: Pantograph options.
+            env: Extra environment variables for the process.
+
+        Returns:
+            The server (no process started yet).
+        """
         transport = ProcessTransport(
             [str(lake), "env", str(executable), *modules],
             PantographFraming(),
@@ -181,9 +204,24 @@ class PantographServer(LeanServer):
         self.release_ids(live)
 
     def release_ids(self, ids: Sequence[int]) -> None:
+        """Delete Pantograph's states by number.
+
+        Args:
+            ids: The state numbers (of the current process).
+        """
         if ids:
             self._call(proto.GoalDelete(state_ids=list(ids)))
 
     def inspect(self, name: str) -> proto.EnvInspectResult:
-        """Type, module and source position of a constant of the environment."""
+        """Type, module and source position of a constant of the environment.
+
+        Args:
+            name: The constant's full name.
+
+        Returns:
+            Pantograph's answer.
+
+        Raises:
+            LeanRequestError: Pantograph refused (e.g. an unknown name).
+        """
         return self._call(proto.EnvInspect(name=name, source=True))

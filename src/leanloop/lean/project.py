@@ -33,7 +33,19 @@ class LakePackage:
 
 @dataclass(frozen=True)
 class LeanProject:
-    """A Lean project on disk (see ``open_project``)."""
+    """A Lean project on disk (see ``open_project``).
+
+    Attributes:
+        root: The project's directory (a checkout in the cache for a URL or a commit).
+        kind: ``git`` (cloned from a URL), ``local`` (a directory) or ``file`` (one
+            ``.lean`` file).
+        url: The git URL, for a cloned project.
+        commit: The commit checked out (a local directory's HEAD, when it is a repository).
+        toolchain: The toolchain the project pins (``leanprover/lean4:v4.9.0``).
+        packages: The dependencies of its Lake manifest.
+        single_file: The file, for a project of one ``.lean`` file.
+        name: A short name.
+    """
 
     root: Path
     kind: str  # "git" (cloned from a URL), "local" (a directory), "file" (one .lean file)
@@ -60,6 +72,14 @@ class LeanProject:
         return self.toolchain.split(":", 1)[-1]
 
     def require_toolchain(self) -> str:
+        """The toolchain the project pins.
+
+        Returns:
+            The toolchain, e.g. ``leanprover/lean4:v4.9.0``.
+
+        Raises:
+            MissingToolchainFile: The project has no ``lean-toolchain`` file.
+        """
         if self.toolchain is None:
             raise MissingToolchainFile(
                 f"{self.root} has no lean-toolchain file: the Lean version is unknown",
@@ -69,7 +89,11 @@ class LeanProject:
         return self.toolchain
 
     def lean_files(self) -> list[str]:
-        """The project's own ``.lean`` files, relative to its root, sorted."""
+        """The project's own ``.lean`` files (not its packages', nor build output).
+
+        Returns:
+            Their paths relative to the root, sorted.
+        """
         if self.single_file is not None:
             return [self.single_file.name]
         found = []
@@ -81,7 +105,11 @@ class LeanProject:
         return sorted(found)
 
     def package_roots(self) -> list[tuple[str, Path]]:
-        """Where the project's dependencies are checked out (those present on disk)."""
+        """Where the project's dependencies are checked out.
+
+        Returns:
+            (package name, directory) of each dependency present on disk.
+        """
         packages_dir = self.root / ".lake" / "packages"
         roots = []
         for package in self.packages:
@@ -95,8 +123,14 @@ class LeanProject:
         return roots
 
     def module_path(self, module: str) -> str | None:
-        """The file of ``module`` (``A.B`` -> ``A/B.lean``) relative to the project root, looking
-        in the project and then in its packages."""
+        """The file of a module, looked for in the project and then in its packages.
+
+        Args:
+            module: A module name (``A.B`` is the file ``A/B.lean``).
+
+        Returns:
+            The file relative to the project root; None when it is not there.
+        """
         relative = Path(*module.split(".")).with_suffix(".lean")
         if (self.root / relative).is_file():
             return str(relative)
@@ -112,8 +146,26 @@ def open_project(
     commit: str | None = None,
     cache_dir: Path | None = None,
 ) -> LeanProject:
-    """A project from a git URL (at ``commit``, default the remote's HEAD), a local directory
-    (at ``commit`` if given, checked out into the cache; as it is otherwise) or a ``.lean`` file."""
+    """A Lean project: a git URL, a local directory or a single ``.lean`` file.
+
+    A URL is cloned once into the cache (under a lock, so that processes share the clone); a
+    local directory is used as it is, or checked out into the cache at ``commit`` when one is
+    given. Opening does not need a Lean toolchain.
+
+    Args:
+        spec: A git URL (``https://``, ``git@``, ``ssh://``, ``file://``), a directory or a
+            ``.lean`` file.
+        commit: The commit to check out (default: the remote's HEAD for a URL, the directory
+            as it is for a local one).
+        cache_dir: Where clones go (default: ``Settings.cache_dir``/``repos``).
+
+    Returns:
+        The project, with the toolchain it pins and its Lake packages.
+
+    Raises:
+        NotALeanProject: ``spec`` is neither a URL, a directory nor a ``.lean`` file.
+        CloneFailed: The repository could not be cloned or the commit checked out.
+    """
     text = os.fspath(spec)
     if _URL.match(text):
         return _from_url(text, commit, _cache(cache_dir))

@@ -93,6 +93,10 @@ class ReplServer(LeanServer):
     proofs that import Mathlib pays for the import once. Proof states come from ``sorry``s: a
     goal or theorem statement is elaborated with ``:= by sorry`` and the sorry's proof state is
     where the proof starts.
+
+    Args:
+        transport: How requests reach the REPL process (``launch`` makes one that starts it in
+            a project).
     """
 
     backend = "repl"
@@ -115,7 +119,21 @@ class ReplServer(LeanServer):
         memory_limit_mb: float | None = None,
         env: dict[str, str] | None = None,
     ) -> ReplServer:
-        """A REPL process started lazily as ``lake env <repl>`` in the project."""
+        """A REPL server whose process starts on the first request, as ``lake env <repl>`` in
+        the project.
+
+        Args:
+            project_root: The Lake project (built) whose modules the code imports.
+            repl: The Lean REPL executable.
+            lake: The ``lake`` executable.
+            timeout: Seconds a request may take before the process is stopped.
+            start_timeout: Seconds the process may take to start.
+            memory_limit_mb: Stop the process when it uses more memory than this.
+            env: Extra environment variables for the process.
+
+        Returns:
+            The server (no process started yet).
+        """
         transport = ProcessTransport(
             [str(lake), "env", str(repl)],
             ReplFraming(),
@@ -151,7 +169,17 @@ class ReplServer(LeanServer):
         return answer
 
     def environment(self, header: str) -> int | None:
-        """The environment after ``header`` (its imports), elaborated once per process."""
+        """The environment after a header, elaborated once per process.
+
+        Args:
+            header: The code's imports (and what comes with them).
+
+        Returns:
+            The REPL's number for the environment; None for an empty header.
+
+        Raises:
+            LeanRequestError: The imports do not elaborate (e.g. the project is not built).
+        """
         if not header.strip():
             return None
         self._ensure_fresh_cache()
@@ -168,7 +196,19 @@ class ReplServer(LeanServer):
         return self._envs[header]
 
     def elaborate(self, code: str, *, all_tactics: bool = False) -> Elaboration:
-        """Elaborate ``code`` (imports are reused); positions refer to ``code`` as given."""
+        """Elaborate code, its imports reused from the environment cache.
+
+        Args:
+            code: Lean code with its imports.
+            all_tactics: Also report every tactic with the goals before it (for tracing).
+
+        Returns:
+            Lean's messages, the sorries and the tactics; positions refer to ``code`` as
+            given.
+
+        Raises:
+            LeanRequestError: The REPL refused the command, or the imports do not elaborate.
+        """
         header, body, offset = split_header(code)
         env = self.environment(header)
         if env is None:

@@ -17,7 +17,16 @@ NO_GOALS = "no goals"
 
 @dataclass(frozen=True)
 class LeanMessage:
-    """A message Lean printed: severity, where (1-based line, 0-based column) and the text."""
+    """A message Lean printed: severity, where (1-based line, 0-based column) and the text.
+
+    Attributes:
+        severity: ``error``, ``warning`` or ``info``.
+        text: The message.
+        line: The line it starts on, when Lean says.
+        column: The column it starts at.
+        end_line: The line it ends on.
+        end_column: The column it ends at.
+    """
 
     severity: str
     text: str
@@ -28,6 +37,7 @@ class LeanMessage:
 
     @property
     def data(self) -> str:  # the field name Lean uses
+        """The text, under the name Lean's messages give it."""
         return self.text
 
     def __str__(self) -> str:
@@ -37,7 +47,18 @@ class LeanMessage:
 
 @dataclass(frozen=True)
 class ProofState:
-    """Open goals of a proof in progress, each pretty-printed as Lean shows it."""
+    """Open goals of a proof in progress, each pretty-printed as Lean shows it.
+
+    A state belongs to the server process that made it: given to another server, or to the
+    same server after its process restarted, it raises ``StaleStateError``.
+
+    Attributes:
+        id: The server's number for the state.
+        goals: The open goals.
+        generation: Which process of the server made it.
+        owner: Which server made it.
+        messages: What Lean printed on the way (warnings, infos).
+    """
 
     id: int
     goals: tuple[str, ...]
@@ -53,7 +74,12 @@ class ProofState:
 
 @dataclass(frozen=True)
 class ProofFinished:
-    """The tactic closed every goal and Lean raised no error (no ``sorry`` either)."""
+    """The tactic closed every goal and Lean raised no error (no ``sorry`` either).
+
+    Attributes:
+        state_id: The server's number for the finished state.
+        messages: What Lean printed on the way.
+    """
 
     state_id: int
     messages: tuple[LeanMessage, ...] = ()
@@ -61,7 +87,12 @@ class ProofFinished:
 
 @dataclass(frozen=True)
 class TacticFailed:
-    """Lean rejected the tactic; ``error`` is its main message."""
+    """Lean rejected the tactic; ``error`` is its main message.
+
+    Attributes:
+        error: Lean's first error (or why the step does not count, e.g. a ``sorry`` left).
+        messages: Everything Lean printed.
+    """
 
     error: str
     messages: tuple[LeanMessage, ...] = ()
@@ -72,7 +103,13 @@ TacticResult = ProofState | ProofFinished | TacticFailed
 
 @dataclass(frozen=True)
 class CheckResult:
-    """Lean's answer on a whole piece of code."""
+    """Lean's answer on a whole piece of code.
+
+    Attributes:
+        verdict: Accepted, rejected (an error), or incomplete (a ``sorry``).
+        messages: Everything Lean printed.
+        sorry_goals: The goal standing at each ``sorry`` of the code.
+    """
 
     verdict: Verdict
     messages: tuple[LeanMessage, ...] = ()
@@ -92,12 +129,23 @@ class CheckResult:
         sorry_goals: Sequence[str] = (),
         sorry_lines: Sequence[int | None] = (),
     ) -> CheckResult:
+        """Lean's verdict read from its messages and sorries.
+
+        Args:
+            messages: What Lean printed.
+            sorry_goals: The goal at each ``sorry``.
+            sorry_lines: The line of each ``sorry`` (empty: unknown).
+
+        Returns:
+            The result, its verdict decided by the errors and the sorries.
+        """
         verdict = verdict_of(messages, sorries=len(sorry_goals))
         lines = tuple(sorry_lines) or (None,) * len(sorry_goals)
         return cls(verdict, tuple(messages), tuple(sorry_goals), lines)
 
     @property
     def errors(self) -> list[LeanMessage]:
+        """The messages of severity ``error``."""
         return [m for m in self.messages if m.severity == "error"]
 
 
@@ -107,6 +155,13 @@ class TheoremSource:
 
     ``prefix`` is the source before the declaration (imports, namespaces, earlier declarations);
     ``signature`` is what follows the theorem's name up to ``:=`` (its binders and type).
+
+    Attributes:
+        full_name: The theorem's full name.
+        file_path: Its file, relative to the project.
+        prefix: The source before the declaration.
+        signature: Its binders and type.
+        module: Its module (``Mathlib.Logic.Basic``), when known.
     """
 
     full_name: str
@@ -123,6 +178,19 @@ class TheoremSource:
 
     @classmethod
     def from_scan(cls, scanned: SourceScan, declaration: Declaration, file_path: str):
+        """The source of a declaration that ``lean.scanner`` found.
+
+        Args:
+            scanned: The scanned file.
+            declaration: The declaration in it.
+            file_path: The file's path, relative to the project.
+
+        Returns:
+            TheoremSource: Where the declaration is and what precedes it.
+
+        Raises:
+            ValueError: The declaration has no name.
+        """
         if declaration.full_name is None:
             raise ValueError("an unnamed declaration cannot be started by name")
         module = file_path.removesuffix(".lean").replace("/", ".")
@@ -140,7 +208,11 @@ class TheoremSource:
         )
 
     def example(self) -> str:
-        """The theorem restated as an ``example`` whose proof is ``sorry``."""
+        """The theorem restated as an ``example`` whose proof is ``sorry``.
+
+        Returns:
+            The ``example`` (with the theorem's local ``set_option ... in`` lines).
+        """
         return f"{self.local_context}example {self.signature} := by sorry"
 
 
@@ -152,7 +224,17 @@ class ServerStats:
 
 
 class LeanServer(ABC):
-    """A Lean server for interactive proving (see the module docstring)."""
+    """A Lean server for interactive proving, shaped like an environment: start a proof (from
+    a goal or a theorem), run a tactic on a state, check a whole piece of code, release states,
+    close (also at the end of a ``with`` block).
+
+    Lean's own refusals are values (``TacticFailed``, a ``CheckResult`` that is not accepted).
+    A request that fails for another reason raises a ``ServerError`` (a timeout, a crash, an
+    answer that is not the protocol's, memory over the limit): the process is stopped and the
+    next request starts a fresh one, whose states are new (older ones raise
+    ``StaleStateError``). Backends: ``ReplServer`` (the Lean REPL), ``PantographServer``, and
+    ``ReplayServer`` (recorded data, no Lean).
+    """
 
     #: Short name of the backend ("repl", "pantograph").
     backend: str = ""
@@ -165,28 +247,92 @@ class LeanServer(ABC):
 
     @abstractmethod
     def start_proof(self, goal: str) -> ProofState:
-        """A proof of the proposition ``goal`` (a Lean expression of type ``Prop``)."""
+        """Start a proof of a proposition.
+
+        Args:
+            goal: A Lean expression of type ``Prop``, e.g. ``∀ n : Nat, n + 0 = n``.
+
+        Returns:
+            The proof's first state.
+
+        Raises:
+            LeanRequestError: Lean cannot elaborate the goal.
+            ServerError: The server failed (it restarts on the next request).
+        """
 
     @abstractmethod
     def start_theorem(self, theorem: TheoremSource) -> ProofState:
-        """A proof of an existing theorem, in the context of its file."""
+        """Start a proof of an existing theorem, in the context of its file.
+
+        Args:
+            theorem: Where the theorem is: the source before it and its signature.
+
+        Returns:
+            The proof's first state (the theorem's statement as the goal).
+
+        Raises:
+            LeanRequestError: The file up to the theorem, or its statement, does not
+                elaborate.
+            ServerError: The server failed.
+        """
 
     @abstractmethod
     def open_sorries(self, code: str) -> list[ProofState]:
-        """Elaborate ``code`` and give the proof state standing at its ``sorry``s."""
+        """Elaborate code and give the proof state standing at each of its ``sorry``s.
+
+        Args:
+            code: Lean code with its imports, and at least one ``sorry``.
+
+        Returns:
+            One state per ``sorry``, in order.
+
+        Raises:
+            LeanRequestError: The code does not elaborate, or has no ``sorry``.
+            ServerError: The server failed.
+        """
 
     @abstractmethod
     def run_tactic(
         self, state: ProofState, tactic: str, *, goal: int | None = None
     ) -> TacticResult:
-        """Run ``tactic`` on ``state`` (on its ``goal``-th goal only, when given)."""
+        """Run a tactic on a state.
+
+        Args:
+            state: A state this server made (since its last restart).
+            tactic: The tactic (several lines allowed).
+            goal: Run it on this goal of the state only (0-based); None for the first goal
+                as Lean runs it.
+
+        Returns:
+            TacticResult: ``ProofState`` with the goals left, ``ProofFinished`` when none
+            are (and no ``sorry`` or error), or ``TacticFailed`` with Lean's error.
+
+        Raises:
+            StaleStateError: ``state`` belongs to another server or an older process.
+            ServerError: The server failed.
+        """
 
     @abstractmethod
     def check(self, code: str) -> CheckResult:
-        """Elaborate a whole piece of Lean code (with its imports) and give Lean's verdict."""
+        """Elaborate a whole piece of Lean code and give Lean's verdict.
+
+        Args:
+            code: Lean code with its imports.
+
+        Returns:
+            Lean's verdict on the code as a whole, with its messages and the goal at each
+            ``sorry``.
+
+        Raises:
+            ServerError: The server failed.
+        """
 
     def release(self, *states: ProofState) -> None:  # noqa: B027 - a no-op is a valid default
-        """Tell the server these states are no longer needed."""
+        """Tell the server these states are no longer needed (it may free them).
+
+        Args:
+            *states: The states.
+        """
 
     @property
     @abstractmethod
@@ -194,7 +340,8 @@ class LeanServer(ABC):
         """Which process of the server is current (changes on every restart)."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop the server's process, if one is running."""
 
     def __enter__(self) -> LeanServer:
         return self

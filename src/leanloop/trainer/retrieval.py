@@ -70,6 +70,13 @@ class RetrievalTrainer(CurriculumTrainer):
     checkpoint directory holds ``retriever.ckpt`` (weights, hyper-parameters, the EWC Fisher
     and anchor weights), the encoder and tokenizer in Hugging Face format, ``metrics.csv``,
     ``metrics.json`` and ``training_curves.png``. ``callbacks`` are extra Lightning callbacks.
+
+    Args:
+        config: The training configuration (default ``TrainingConfig()``); see
+            [TrainingConfig][leanloop.trainer.retrieval_config.TrainingConfig].
+        callbacks: Extra Lightning callbacks.
+        hardware: The device and precision (default: detected; ``config.num_gpus=0`` keeps
+            training on the CPU).
     """
 
     def __init__(
@@ -99,6 +106,25 @@ class RetrievalTrainer(CurriculumTrainer):
         *,
         after_step: Callable[[CurriculumStep], None] | None = None,
     ) -> list[Path]:
+        """Train the retriever on the repositories in turn, each on the merged export of all
+        seen so far, continuing from the checkpoint before.
+
+        Args:
+            repos: The repositories, in the order to train on them.
+            database: The database they are stored in.
+            data_path: Where each step's merged LeanDojo-format export is written (also what
+                ``evaluate`` reads by default).
+            model_checkpoint_path: Start from this checkpoint (default: the newest in
+                ``output_dir``, else ``config.model_name``).
+            after_step: Called with each step once its checkpoint is saved.
+
+        Returns:
+            The checkpoint directory of each repository, in order.
+
+        Raises:
+            LeanloopError: ``model_checkpoint_path`` does not exist, or no repositories are
+                given.
+        """
         if model_checkpoint_path is not None and not Path(model_checkpoint_path).exists():
             raise LeanloopError(
                 f"model_checkpoint_path {model_checkpoint_path} does not exist",
@@ -343,9 +369,22 @@ class RetrievalTrainer(CurriculumTrainer):
         split: str = "test",
         checkpoint: str | Path | None = None,
     ) -> dict[str, float]:
-        """R@1, R@10 and MRR (fractions) of the newest checkpoint (or ``checkpoint``) on
-        ``split`` of ``dataset_path`` (default: the data of the last ``train``); also written to
-        ``evaluation-<scheme>-<split>.json`` in the checkpoint directory."""
+        """Measure a trained retriever on a split of a dataset; the figures are also written
+        to ``evaluation-<scheme>-<split>.json`` in the checkpoint directory.
+
+        Args:
+            dataset_path: A LeanDojo-format dataset (default: the data of the last ``train``).
+            split: ``train``, ``val`` or ``test`` of ``config.split_scheme``.
+            checkpoint: The checkpoint to measure (default: the newest in ``output_dir``).
+
+        Returns:
+            ``R@1``, ``R@10`` and ``MRR`` as fractions, and ``steps``: the proof steps
+            measured.
+
+        Raises:
+            LeanloopError: No dataset or no trained retriever is found, or the dataset has no
+                such split.
+        """
         from leanloop.retrieval.examples import split_file
         from leanloop.trainer.retrieval_evaluation import evaluate_retriever
 

