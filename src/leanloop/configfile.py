@@ -53,7 +53,11 @@ class ConfigBase:
     """Base of the configurations (``dataclasses.asdict`` and ``dataclasses.replace`` work on
     them). A subclass is a ``pydantic.dataclasses.dataclass(config=CONFIG)`` and checks fields
     that depend on each other in a ``model_validator(mode="after")`` that raises
-    ``self.invalid(info, message)``."""
+    ``self.invalid(info, message)``.
+
+    A configuration is checked when it is made and when a field is changed; a value that does
+    not fit is a ``LeanloopError`` of one line naming the file (or class) and the field.
+    """
 
     @model_validator(mode="wrap")
     @classmethod
@@ -65,14 +69,35 @@ class ConfigBase:
 
     @classmethod
     def invalid(cls, info: ValidationInfo, message: str, hint: str | None = None) -> LeanloopError:
-        """The error for values that do not fit together, naming where they came from."""
+        """The error for values that do not fit together, naming where they came from.
+
+        Args:
+            info: The validation's information (it knows the file or class).
+            message: What does not fit.
+            hint: What to do instead.
+
+        Returns:
+            The error, for the validator to raise.
+        """
         return LeanloopError(f"{_source(cls, info)}: {message}", hint=hint)
 
     # -- reading -----------------------------------------------------------------------------
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> Self:
-        """A configuration from a mapping of field names to values; errors name ``source``."""
+        """A configuration from a mapping of field names to values.
+
+        Args:
+            data: The mapping (None for every default).
+            source: What errors name as the values' origin (default: the class's name).
+
+        Returns:
+            The configuration.
+
+        Raises:
+            LeanloopError: ``data`` is not a mapping, names an unknown field, or holds a
+                value a field cannot take (one line naming ``source`` and the field).
+        """
         if data is None:
             data = {}
         where = source or cls.__name__
@@ -82,16 +107,46 @@ class ConfigBase:
 
     @classmethod
     def from_yaml(cls, file_path: str | Path) -> Self:
+        """A configuration from a YAML file of its fields.
+
+        Args:
+            file_path: The file.
+
+        Returns:
+            The configuration.
+
+        Raises:
+            DataFormatError: The file is missing or not YAML (naming its line).
+            LeanloopError: A field is unknown or wrong (naming the file and the field).
+        """
         return cls.from_dict(read_config_file(file_path), str(file_path))
 
     @classmethod
     def from_json(cls, file_path: str | Path) -> Self:
+        """A configuration from a JSON file of its fields (as ``from_yaml``).
+
+        Args:
+            file_path: The file.
+
+        Returns:
+            The configuration.
+        """
         return cls.from_dict(read_config_file(file_path), str(file_path))
 
     @classmethod
     def load(cls, source: str | Path | Mapping[str, Any] | Self, **overrides: Any) -> Self:
-        """A configuration from a YAML/JSON file, a mapping or a configuration, with
-        ``overrides`` (field values) on top."""
+        """A configuration from a YAML/JSON file, a mapping or a configuration.
+
+        Args:
+            source: A YAML or JSON file, a mapping of fields, or a configuration.
+            **overrides: Field values that replace ``source``'s.
+
+        Returns:
+            The configuration.
+
+        Raises:
+            LeanloopError: The file or a field is wrong (naming the file and the field).
+        """
         if isinstance(source, cls):
             return dataclasses.replace(source, **overrides)
         if isinstance(source, Mapping):
@@ -104,10 +159,22 @@ class ConfigBase:
     # -- writing -----------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as plain JSON/YAML values (paths as strings)."""
+        """The fields as plain JSON/YAML values.
+
+        Returns:
+            Field name to value (paths as strings).
+        """
         return TypeAdapter(type(self)).dump_python(self, mode="json")
 
     def to_yaml(self, file_path: str | Path) -> Path:
+        """Write the configuration as YAML (written aside and renamed into place).
+
+        Args:
+            file_path: The file.
+
+        Returns:
+            The file's path.
+        """
         import yaml
 
         path = Path(file_path)
@@ -115,6 +182,14 @@ class ConfigBase:
         return path
 
     def to_json(self, file_path: str | Path) -> Path:
+        """Write the configuration as JSON (written aside and renamed into place).
+
+        Args:
+            file_path: The file.
+
+        Returns:
+            The file's path.
+        """
         path = Path(file_path)
         write_text_atomic(path, json.dumps(self.to_dict(), indent=2) + "\n")
         return path

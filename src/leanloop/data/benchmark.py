@@ -53,7 +53,14 @@ class BenchmarkProblem(BaseModel):
         return source_of_name(self.name)
 
     def code(self, proof: str) -> str:
-        """The code Lean checks for ``proof`` (the text that follows ``formal_statement``)."""
+        """The code Lean checks for a proof.
+
+        Args:
+            proof: The text that follows ``formal_statement``.
+
+        Returns:
+            ``header + informal_prefix + formal_statement + proof``.
+        """
         return self.header + self.informal_prefix + self.formal_statement + proof
 
     @property
@@ -62,7 +69,17 @@ class BenchmarkProblem(BaseModel):
         return self.header + self.informal_prefix
 
     def theorem_source(self, file_path: str = "Benchmark.lean") -> TheoremSource:
-        """Where a proof search starts: the statement in the context of its prefix."""
+        """Where a proof search starts: the statement in the context of its prefix.
+
+        Args:
+            file_path: The file the statement is said to be in.
+
+        Returns:
+            The theorem's source.
+
+        Raises:
+            LeanloopError: ``formal_statement`` states no theorem of the problem's name.
+        """
         from leanloop.lean.scanner import scan
 
         code = self.code(" sorry" if self.formal_statement.rstrip().endswith("by") else " by sorry")

@@ -25,13 +25,24 @@ TheoremLike = Theorem | TheoremSource
 
 class BaseProver(ABC):
     """A prover: ``search(server, goal=..., theorem=...)`` finds a proof by search (see
-    :func:`leanloop.prover.proof_search.search`), ``prove_whole`` by whole-proof mode;
+    [search][leanloop.prover.proof_search.search]), ``prove_whole`` by whole-proof mode;
     ``prove_target`` does either for a ``Target`` (what ``leanloop.prover.run`` calls).
 
     ``config`` is a ``ProverConfig``, a mapping of its fields or a YAML/JSON file. Models load
     on first use, in the process that uses them; a prover that has loaded them pickles without
     them. A prover holds no run: the Lean project a theorem record is read from is given with
     each call (``project_root``).
+
+    A subclass defines ``name`` and ``load_generator`` (and ``load_whole_proof_generator``
+    for whole-proof mode).
+
+    Args:
+        config: A [ProverConfig][leanloop.prover.config.ProverConfig], a mapping of its
+            fields, or a YAML/JSON file of them (default ``ProverConfig()``).
+
+    Raises:
+        LeanloopError: The configuration has a value a field cannot take (the message names
+            the field).
     """
 
     def __init__(
@@ -68,30 +79,58 @@ class BaseProver(ABC):
 
     @abstractmethod
     def load_generator(self) -> Generator:
-        """Build the tactic generator (called once, where it is used)."""
+        """Build the tactic generator (called once, where it is used).
+
+        Returns:
+            The generator (anything with ``generate_batch(states, k, **options)``).
+        """
 
     def load_whole_proof_generator(self) -> Generator:
-        """Build the generator of whole proofs (its 'tactics' are whole proof bodies)."""
+        """Build the generator of whole proofs (its 'tactics' are whole proof bodies).
+
+        Returns:
+            The generator.
+
+        Raises:
+            LeanloopError: The prover has no whole-proof mode.
+        """
         raise LeanloopError(f"{self.name} has no whole-proof mode")
 
     def generator_options(self, attempt: int) -> dict[str, Any]:
-        """Options for every ``generate_batch`` call of attempt ``attempt`` (e.g. its seed)."""
+        """Options for every ``generate_batch`` call of one attempt.
+
+        Args:
+            attempt: Which attempt on the theorem (0 for the first).
+
+        Returns:
+            Keyword arguments of ``generate_batch`` (e.g. a seed per attempt, so that pass@k
+            samples differ).
+        """
         return {}
 
     def generator_for(self, target: Target) -> Generator:
-        """The generator used for ``target`` (a prover may add the theorem's context)."""
+        """The generator used for a target (a prover may add the theorem's context).
+
+        Args:
+            target: What is being proved.
+
+        Returns:
+            The generator.
+        """
         return self.generator
 
     # -- lazily loaded parts -----------------------------------------------------------------
 
     @property
     def generator(self) -> Generator:
+        """The tactic generator, loaded on first use."""
         if self._generator is None:
             self._generator = self.load_generator()
         return self._generator
 
     @property
     def whole_proof_generator(self) -> Generator:
+        """The generator of whole proofs, loaded on first use."""
         if self._whole_generator is None:
             self._whole_generator = self.load_whole_proof_generator()
         return self._whole_generator
@@ -126,14 +165,39 @@ class BaseProver(ABC):
         """Search for a proof of ``goal`` (a proposition) or ``theorem`` (a ``Theorem``
         record — read from its file under ``project_root`` on a Lean server — or a
         ``TheoremSource``) on ``server``. A failure of the server or of the generator ends the
-        search as ``error``; bad arguments raise ``LeanloopError``."""
+        search as ``error``; bad arguments raise ``LeanloopError``.
+
+        Args:
+            server: The Lean server the tactics run on.
+            goal: A proposition to prove (give ``goal`` or ``theorem``).
+            theorem: A theorem to prove.
+            attempt: Which attempt on the theorem (0 for the first).
+            project_root: The Lean project a ``Theorem`` record's file is read from.
+
+        Returns:
+            How the search ended (``proved`` only when Lean accepted the declaration and its
+            axioms passed the audit), with the proof, counts and times.
+
+        Raises:
+            LeanloopError: Neither or both of ``goal`` and ``theorem`` are given.
+        """
         target = Target.of(goal, theorem, project_root)
         return self.prove_target(server, target, ProofMode.SEARCH, attempt=attempt)
 
     def prove_target(
         self, server: LeanServer, target: Target, mode: ProofMode, *, attempt: int = 0
     ) -> SearchResult:
-        """One attempt at ``target`` on ``server``, by search or in whole-proof mode."""
+        """One attempt at a target, by search or in whole-proof mode.
+
+        Args:
+            server: The Lean server.
+            target: What to prove (``Target.of(goal, theorem, project_root)``).
+            mode: ``search`` or ``whole``.
+            attempt: Which attempt on the theorem.
+
+        Returns:
+            How the attempt ended.
+        """
         if ProofMode(mode) is ProofMode.WHOLE:
             return self._prove_whole(server, target, None, attempt)
         return search(
@@ -146,8 +210,15 @@ class BaseProver(ABC):
         )
 
     def next_tactic(self, state: ProofState | str, goal_id: int | None = None) -> str | None:
-        """The generator's best tactic for ``state`` (or its goal ``goal_id``), None if it
-        proposes none."""
+        """The generator's best tactic for a state (LeanDojo-v2's method).
+
+        Args:
+            state: A proof state, or its text.
+            goal_id: Only this goal of the state.
+
+        Returns:
+            The best tactic; None if the generator proposes none.
+        """
         if isinstance(state, ProofState):
             text = state.pretty if goal_id is None else state.goals[goal_id]
         else:
@@ -168,9 +239,21 @@ class BaseProver(ABC):
         attempt: int = 0,
         project_root: str | os.PathLike | None = None,
     ) -> list[str]:
-        """Up to ``n`` (``config.num_whole_proofs``) distinct candidate proofs, best first:
-        bodies of the theorem's ``by`` block, NOT checked. ``theorem`` is a statement (text
-        ending with ``:= by``), a ``Theorem`` record or a ``TheoremSource``."""
+        """Candidate whole proofs, NOT checked.
+
+        Args:
+            theorem: A statement (text ending with ``:= by``), a ``Theorem`` record or a
+                ``TheoremSource``.
+            n: How many (default ``config.num_whole_proofs``).
+            attempt: Which attempt on the theorem.
+            project_root: The Lean project a ``Theorem`` record's file is read from.
+
+        Returns:
+            Up to ``n`` distinct bodies of the theorem's ``by`` block, best first.
+
+        Raises:
+            LeanloopError: The prover has no whole-proof mode.
+        """
         if isinstance(theorem, str):
             statement = theorem
         else:
@@ -184,7 +267,14 @@ class BaseProver(ABC):
         return [candidate.tactic for candidate in ranked]
 
     def generate_whole_proof(self, theorem: str | TheoremLike) -> str | None:
-        """The best candidate proof (unchecked: use ``prove_whole`` for a checked proof)."""
+        """The best candidate proof (unchecked: use ``prove_whole`` for a checked proof).
+
+        Args:
+            theorem: A statement, a ``Theorem`` record or a ``TheoremSource``.
+
+        Returns:
+            The body of its ``by`` block; None when the model gave none.
+        """
         candidates = self.generate_whole_proofs(theorem, 1)
         return candidates[0] if candidates else None
 
@@ -199,8 +289,21 @@ class BaseProver(ABC):
         project_root: str | os.PathLike | None = None,
     ) -> SearchResult:
         """Whole-proof mode: ``n`` candidate proofs, each screened and checked on ``server``;
-        the first accepted is the result (see :func:`leanloop.prover.whole.check_whole_proofs`).
-        A failure of the model or the server ends it as ``error``."""
+        the first accepted is the result (see ``leanloop.prover.whole.check_whole_proofs``).
+        A failure of the model or the server ends it as ``error``.
+
+        Args:
+            server: The Lean server that checks the candidates.
+            goal: A proposition to prove (give ``goal`` or ``theorem``).
+            theorem: A theorem to prove.
+            n: Candidates to try (default ``config.num_whole_proofs``).
+            attempt: Which attempt on the theorem.
+            project_root: The Lean project a ``Theorem`` record's file is read from.
+
+        Returns:
+            How it ended: ``proved`` with the first candidate Lean accepted (axioms audited),
+            else why not.
+        """
         return self._prove_whole(server, Target.of(goal, theorem, project_root), n, attempt)
 
     def _prove_whole(

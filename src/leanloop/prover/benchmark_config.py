@@ -55,7 +55,14 @@ class ProofPrompt(BaseModel):
         return template
 
     def text(self, problem: BenchmarkProblem) -> str:
-        """The template filled with ``problem``."""
+        """The prompt's text for a problem.
+
+        Args:
+            problem: The benchmark problem.
+
+        Returns:
+            The template filled with the problem's fields.
+        """
         values = {
             "header": problem.header,
             "informal_prefix": problem.informal_prefix,
@@ -66,13 +73,27 @@ class ProofPrompt(BaseModel):
         return self.template.format(**values)
 
     def messages(self, problem: BenchmarkProblem) -> list[dict[str, str]]:
-        """The chat messages of a chat prompt."""
+        """The chat messages of a chat prompt.
+
+        Args:
+            problem: The benchmark problem.
+
+        Returns:
+            The system message (when there is one) and the user's message.
+        """
         messages = [{"role": "system", "content": self.system}] if self.system else []
         return [*messages, {"role": "user", "content": self.text(problem)}]
 
     def candidate(self, answer: str) -> str | None:
-        """The candidate proof in a model's ``answer``: the last fenced Lean block, or the
-        completion itself up to a closing fence; None when a fenced answer holds no block."""
+        """The candidate in a model's answer.
+
+        Args:
+            answer: The model's answer.
+
+        Returns:
+            The last fenced Lean block (``fenced``), or the completion itself up to a closing
+            fence (``completion``); None when a fenced answer holds no block.
+        """
         if self.extract == "fenced":
             blocks = _FENCED.findall(answer)
             return blocks[-1][1] if blocks else None
@@ -101,7 +122,11 @@ class BenchmarkConfig(ConfigBase):
     """A benchmark evaluation: ``samples`` whole proofs per statement, asked for in batches of
     ``batch_size``, checked by ``workers`` verification workers fed through a queue of at most
     ``queue_size`` candidates (generation waits when it is full). ``prompt`` is a format's
-    fields or the name of one of ``PROMPTS`` (``complete``, ``chat``)."""
+    fields or the name of one of ``PROMPTS`` (``complete``, ``chat``).
+
+    A proof counts only when Lean accepted the declaration and its axioms are among
+    ``allowed_axioms`` (``sorryAx`` never; native code only with ``allow_native``).
+    """
 
     samples: int = Field(
         1, ge=1, description="Whole proofs sampled per statement (the n of pass@k)."
@@ -148,4 +173,5 @@ class BenchmarkConfig(ConfigBase):
 
     @property
     def axiom_policy(self) -> AxiomPolicy:
+        """The axiom audit a sampled proof passes before it counts."""
         return AxiomPolicy(allowed=frozenset(self.allowed_axioms), allow_native=self.allow_native)

@@ -37,7 +37,30 @@ class SourceFigures(BaseModel):
 
 
 class BenchmarkReport(BaseModel):
-    """What a benchmark run measured (see the module's text)."""
+    """What a benchmark run measured, in the form a paper uses: pass@k against k for each
+    split (the unbiased estimator; with ``stop_at_first`` only pass@n), the problems verified
+    by source (for miniF2F the name prefixes ``mathd_algebra``, ``amc12a``, ``imo``, ...), how
+    the samples ended, and the time and tokens spent. ``leanloop prove --benchmark`` writes it
+    as ``report.md``, ``report.json`` and ``report.png``, with the verified proofs in
+    ``verified.jsonl``.
+
+    Attributes:
+        run: The run's name.
+        benchmark: The benchmark's name.
+        sampler: The model the samples came from.
+        verifier: What checked them.
+        axioms_audited: Whether the axioms of accepted proofs were audited.
+        samples: Samples asked per problem.
+        stop_at_first: Whether a problem's sampling stopped at its first verified proof.
+        splits: pass@k of each split (and of all problems when there are several).
+        sources: Problems and verified problems by source.
+        generation_seconds: Time spent sampling, summed over samples.
+        verification_seconds: Time spent verifying, summed over samples.
+        wall_seconds: The run's wall-clock time.
+        samples_made: Samples the report counts.
+        tokens: Tokens generated, when the sampler says.
+        notes: What a reader of the figures should know.
+    """
 
     run: str
     benchmark: str
@@ -59,6 +82,15 @@ class BenchmarkReport(BaseModel):
 
     @classmethod
     def of(cls, run: BenchmarkRun, benchmark: str) -> BenchmarkReport:
+        """The report of a run.
+
+        Args:
+            run: What ``run_benchmark`` returned.
+            benchmark: The benchmark's name.
+
+        Returns:
+            The figures of the run.
+        """
         config = run.config
         by_split: dict[str, list[ProblemResult]] = defaultdict(list)
         for result in run.problems:
@@ -118,6 +150,11 @@ class BenchmarkReport(BaseModel):
         )
 
     def markdown(self) -> str:
+        """The report as Markdown (what ``report.md`` holds).
+
+        Returns:
+            The text: pass@k by split, verified problems by source, samples, times, notes.
+        """
         lines = [
             f"# {self.benchmark}: run {self.run}",
             "",
@@ -159,7 +196,11 @@ class BenchmarkReport(BaseModel):
         return [f"pass@{k}" for k in self._ks()]
 
     def summary(self) -> str:
-        """One line per split, for the console."""
+        """The figures for the console.
+
+        Returns:
+            One line per split: problems verified, and pass@k for each k.
+        """
         out = []
         for name, split in self.splits.items():
             values = ", ".join(f"pass@{k} {100 * v:.1f} %" for k, v in split.pass_at.items())

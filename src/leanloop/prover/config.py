@@ -142,6 +142,16 @@ class ProverConfig(ConfigBase):
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> ProverConfig:
+        """A configuration from a mapping of its fields, or of LeanDojo-v2's file of both
+        configurations (its ``prover:`` part is read).
+
+        Args:
+            data: The mapping (None for every default).
+            source: What errors name as the values' origin.
+
+        Returns:
+            The configuration.
+        """
         both = isinstance(data, Mapping) and set(data) <= {"prover", "training"}
         if both and isinstance(data.get("prover"), Mapping):  # LeanDojo-v2's file of both
             data = data["prover"]

@@ -147,6 +147,25 @@ class ExternalProver(BaseProver):
     again where it is used, never stored. Each request waits ``timeout`` seconds at most and is
     retried ``max_retries`` times on a connection error, a timeout or a 5xx answer. Replies are
     read with the shared prompt format; ``logprobs`` asks for log-probabilities to rank them.
+
+    Args:
+        model_name: The model's name at the endpoint.
+        base_url: The endpoint (e.g. ``http://localhost:8000/v1`` for ``vllm serve``); None
+            for OpenAI's.
+        api_key_env: The environment variable holding the API key; None sends none.
+        timeout: Seconds a request may take.
+        max_retries: Retries of a request after a connection error, a timeout or a 5xx
+            answer.
+        temperature: The sampling temperature.
+        max_tokens: Tokens a reply may have (four times as many for a whole proof).
+        logprobs: Ask for log-probabilities to rank the replies.
+        config: A ``ProverConfig``, a mapping of its fields or a YAML/JSON file.
+        prompt_format: How states become prompts and replies tactics (default: the default
+            format).
+
+    Raises:
+        LeanloopError: ``timeout`` is not positive, ``max_retries`` is negative, or the
+            variable ``api_key_env`` is not set.
     """
 
     def __init__(

@@ -17,13 +17,25 @@ from leanloop.prover.whole import WholeProofFormat
 
 
 class HFProver(BaseProver):
-    """A prover around ``TacticGenerator`` (see :class:`BaseProver` for ``config``).
+    """A prover around ``TacticGenerator`` (see ``BaseProver`` for ``config``).
 
     ``ckpt_path`` is a checkpoint directory, a trainer's ``output_dir`` (its latest checkpoint),
     a LoRA adapter directory (loaded onto its base model) or a model name. ``use_lora=True``
     asserts it is an adapter. ``device="auto"`` picks the accelerator there is. ``decoding``
     holds ``DecodingOptions`` fields (``method``: ``beam`` by default, or ``sample`` with
     ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...).
+
+    Args:
+        ckpt_path: A checkpoint directory, a trainer's ``output_dir``, a LoRA adapter
+            directory or a model name.
+        use_lora: Assert that ``ckpt_path`` is a LoRA adapter.
+        device: ``auto`` (the accelerator there is), ``cuda`` or ``cpu``.
+        config: A ``ProverConfig``, a mapping of its fields or a YAML/JSON file.
+        decoding: Fields of ``DecodingOptions``.
+
+    Raises:
+        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, or a path
+            that is given does not exist.
     """
 
     def __init__(

@@ -67,6 +67,21 @@ def search(
 
     The status is ``failed`` when every open state was expanded, ``budget`` or ``timeout``
     only when that budget stopped a search that still had open states.
+
+    Args:
+        server: The Lean server the tactics run on.
+        target: What to prove (``Target.of(goal, theorem, project_root)``).
+        generator: Proposes tactics: anything with ``generate_batch(states, k, **options)``.
+        config: Budgets and strategy (default ``ProverConfig()``).
+        progress: The progress model, needed when ``config.progress_weight`` > 0.
+        frontier: The order open states are expanded in (default: ``config.strategy``'s).
+        options: Keyword arguments of every ``generate_batch`` call.
+
+    Returns:
+        How the search ended, with the proof, counts and times.
+
+    Raises:
+        ValueError: ``config.progress_weight`` > 0 but no progress model is given.
     """
     config = config or ProverConfig()
     if config.progress_weight > 0 and progress is None:

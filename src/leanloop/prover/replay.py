@@ -105,7 +105,12 @@ class ReplayServer(LeanServer):
 
     A proof starts from a theorem's first recorded state (``start_recorded``, or
     ``start_theorem`` with its file and name, or ``start_proof`` with that state's text). Each
-    theorem replays only its own recorded steps.
+    theorem replays only its own recorded steps. Nothing is checked by Lean: a proof found is
+    ``replayed``, never ``proved``, and ``check`` and ``open_sorries`` raise
+    ``LeanRequestError``.
+
+    Args:
+        theorems: The theorems whose traced proofs are replayed.
     """
 
     backend = "replay"
@@ -123,7 +128,17 @@ class ReplayServer(LeanServer):
 
     @classmethod
     def from_dataset(cls, path: str | os.PathLike) -> ReplayServer:
-        """The theorems of a LeanDojo-format dataset (a directory or a split file)."""
+        """A replay of the theorems of a dataset.
+
+        Args:
+            path: A LeanDojo-format dataset (a directory or a split file).
+
+        Returns:
+            The server.
+
+        Raises:
+            DataFormatError: The dataset is malformed (read as the theorems are needed).
+        """
         from leanloop.data.formats import open_dataset
 
         return cls(open_dataset(Path(path)).iter_theorems())
@@ -132,7 +147,15 @@ class ReplayServer(LeanServer):
     def from_database(
         cls, database: DynamicDatabase, repository: object | None = None
     ) -> ReplayServer:
-        """The theorems in the database (of one repository, when given)."""
+        """A replay of the theorems in a database.
+
+        Args:
+            database: The database.
+            repository: Only this repository (a ``Repository`` or ``(url, commit)``).
+
+        Returns:
+            The server.
+        """
         return cls(database.iter_theorems(repository))
 
     def __len__(self) -> int:
@@ -148,7 +171,17 @@ class ReplayServer(LeanServer):
     # -- starting ----------------------------------------------------------------------------
 
     def start_recorded(self, theorem: Theorem) -> ProofState:
-        """The first recorded state of ``theorem``'s proof."""
+        """Start the recorded proof of a theorem.
+
+        Args:
+            theorem: A theorem record of the replayed data.
+
+        Returns:
+            The first recorded state of its proof.
+
+        Raises:
+            LeanRequestError: The theorem is not in the data, or has no traced tactics.
+        """
         candidates = self._theorems.get((theorem.file_path, theorem.full_name), [])
         known = next((t for t in candidates if t.key == theorem.key), None)
         if known is None:
@@ -168,8 +201,18 @@ class ReplayServer(LeanServer):
         return self._start(candidates[0])
 
     def start_proof(self, goal: str) -> ProofState:
-        """The recorded proof whose first state is ``goal`` (as recorded, hypotheses and
-        ``⊢``, or only the goal of a state without hypotheses)."""
+        """Start the recorded proof whose first state is ``goal``.
+
+        Args:
+            goal: The first state as recorded (hypotheses and ``⊢``), or only the goal of a
+                state without hypotheses.
+
+        Returns:
+            The proof's first state.
+
+        Raises:
+            LeanRequestError: No recorded proof starts from this state.
+        """
         if self._by_first_state is None:
             self._by_first_state = {}
             for found in self._theorems.values():

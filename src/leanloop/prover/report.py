@@ -59,6 +59,15 @@ class EvaluationReport(BaseModel):
 
     @classmethod
     def from_attempts(cls, run: str, attempts: Iterable[ProofAttempt]) -> EvaluationReport:
+        """The report of a run's attempts.
+
+        Args:
+            run: The run's name.
+            attempts: Its attempts (``DynamicDatabase.get_attempts(run)``).
+
+        Returns:
+            The rates, counts and times of the attempts.
+        """
         attempts = list(attempts)
         by_theorem: dict[tuple[TheoremKey, str], list[ProofAttempt]] = defaultdict(list)
         for attempt in attempts:
@@ -139,13 +148,28 @@ class EvaluationReport(BaseModel):
         return not self.proving
 
     def to_json(self, path: str | Path) -> Path:
+        """Write the report as JSON (written aside and renamed into place).
+
+        Args:
+            path: The file.
+
+        Returns:
+            The file's path.
+        """
         path = Path(path)
         write_text_atomic(path, self.model_dump_json(indent=1, exclude_none=True) + "\n")
         return path
 
     def plot(self, path: str | Path) -> Path:
-        """A PNG: the time of each attempt by how it ended, and how many theorems a time
-        budget would have solved."""
+        """Draw the time of each attempt by how it ended, and how many theorems a time budget
+        would have solved.
+
+        Args:
+            path: The PNG file.
+
+        Returns:
+            The file's path.
+        """
         import matplotlib
 
         matplotlib.use("Agg")

@@ -49,7 +49,22 @@ class RetrievalProver(HFProver):
     ``indexed_corpus_path`` (a LeanDojo-format dataset directory; premises its ``corpus.jsonl``
     lacks are taken from the tactics of its train split — never from val or test proofs — or of
     all its theorems when it has no splits). The corpus is embedded once, on first use;
-    ``num_retrieved`` premises go before each state."""
+    ``num_retrieved`` premises go before each state.
+
+    Args:
+        ret_ckpt_path: The retriever: a ``RetrievalTrainer`` checkpoint or output directory.
+        gen_ckpt_path: The tactic generator, as ``HFProver``'s ``ckpt_path``.
+        indexed_corpus_path: A LeanDojo-format dataset directory whose premises are
+            retrieved.
+        num_retrieved: Premises put before each state.
+        use_lora: Assert that ``gen_ckpt_path`` is a LoRA adapter.
+        device: ``auto``, ``cuda`` or ``cpu``.
+        config: A ``ProverConfig``, a mapping of its fields or a YAML/JSON file.
+        decoding: Fields of ``DecodingOptions``.
+
+    Raises:
+        LeanloopError: ``num_retrieved`` is below 1, or a path does not exist.
+    """
 
     def __init__(
         self,

@@ -138,9 +138,16 @@ def where() -> str:
 
 @dataclass
 class ProofRun:
-    """What one call of :func:`run_proofs` ends with: ``attempts`` are the run's attempts at the
+    """What one call of ``run_proofs`` ends with: ``attempts`` are the run's attempts at the
     theorems asked for (stored by earlier calls and new), ``new`` those made now, ``skipped``
-    those an earlier call finished (not made again)."""
+    those an earlier call finished (not made again).
+
+    Attributes:
+        run: The run's name.
+        attempts: Every attempt of the run at the theorems asked for.
+        new: The attempts made by this call.
+        skipped: The attempts an earlier call finished.
+    """
 
     run: str
     attempts: list[ProofAttempt] = field(default_factory=list)
@@ -148,6 +155,11 @@ class ProofRun:
     skipped: list[ProofAttempt] = field(default_factory=list)
 
     def report(self) -> EvaluationReport:
+        """The report of the run's attempts.
+
+        Returns:
+            pass@1 and pass@k (or their replay counterparts), counts and times.
+        """
         return EvaluationReport.from_attempts(self.run, self.attempts)
 
 
@@ -195,6 +207,32 @@ def run_proofs(
     ``progress(done, total)`` and ``on_result(attempt)`` are called as attempts end.
     ``sources`` gives the source of theorems that have no file (keyed by theorem key and
     commit), such as a benchmark's statements.
+
+    Args:
+        theorems: The theorems (each once; repeats are dropped).
+        prover: The prover.
+        servers: A ``ServerPool``, or a maker of Lean servers (picklable for Ray workers),
+            such as ``leanloop.lean.launch.ReplLauncher`` or a ``ReplayServer`` maker.
+        mode: ``search`` or ``whole``.
+        project_root: The Lean project the theorems' files are read from.
+        database: Where each attempt is stored (None: nowhere, and nothing is skipped).
+        run: The run's name.
+        attempts: Attempts per theorem (default ``prover.config.num_attempts``).
+        stop_at_first: Stop a theorem's attempts at the first that finds a proof.
+        num_workers: Workers (default ``prover.config.num_workers``); more than one runs on
+            Ray.
+        address: A Ray cluster's address (None: a local Ray, when there are several workers).
+        hook: Called with each proof before it is stored (e.g. to write it into a file).
+        progress: Called as ``progress(done, total)`` as attempts end.
+        on_result: Called with each attempt as it ends.
+        sources: The source of theorems that have no file.
+
+    Returns:
+        The run's attempts at these theorems, those made now and those skipped.
+
+    Raises:
+        LeanloopError: ``num_workers`` or ``attempts`` is below 1, or several workers are
+            given a pool instead of a maker of servers.
     """
     mode = ProofMode(mode)
     config = prover.config
@@ -318,7 +356,25 @@ def evaluate(
     on_result: Callable[[ProofAttempt], None] | None = None,
 ) -> EvaluationReport:
     """Attempt every theorem ``prover.config.num_attempts`` times and report pass@1 and pass@k
-    (see :func:`run_proofs`, which this is a view of)."""
+    (see [run_proofs][leanloop.prover.run.run_proofs], which this is a view of).
+
+    Args:
+        theorems: The theorems.
+        prover: The prover.
+        server_factory: A ``ServerPool``, or a maker of Lean servers.
+        num_workers: Workers (default ``prover.config.num_workers``); more than one runs on
+            Ray.
+        address: A Ray cluster's address.
+        database: Where each attempt is stored; a rerun of ``run`` skips what it finished.
+        run: The run's name.
+        mode: ``search`` or ``whole``.
+        project_root: The Lean project the theorems' files are read from.
+        progress: Called as ``progress(done, total)`` as attempts end.
+        on_result: Called with each attempt as it ends.
+
+    Returns:
+        The report of the run's attempts at these theorems.
+    """
     return run_proofs(
         theorems,
         prover,

@@ -83,7 +83,7 @@ class ProblemResult:
 
 @dataclass
 class BenchmarkRun:
-    """What :func:`run_benchmark` ends with: each problem's result (stored samples of earlier
+    """What ``run_benchmark`` ends with: each problem's result (stored samples of earlier
     calls and new ones), the samples made now, and the figures of the run."""
 
     run: str
@@ -207,7 +207,33 @@ def run_benchmark(
     sampled again, and its remaining samples are not made once one is verified.
     ``on_sample(attempt)`` is called for each sample as it is stored and ``on_problem(result)``
     when a problem has all its samples; ``on_start(count)`` first, with the number of samples
-    this call makes at most."""
+    this call makes at most.
+
+    Generation and verification overlap: the sampler fills a bounded queue (it waits when the
+    queue is full) that ``config.workers`` verification threads empty. Each answer is read
+    into a proof of the statement as given (a changed statement is refused), screened, and
+    checked by ``verifier`` under the soundness policy. Every sample is stored by this thread
+    alone, as it finishes.
+
+    Args:
+        benchmark: The benchmark file (its problems are stored as one repository).
+        problems: The problems to sample (e.g. one split).
+        sampler: Where the answers come from (a model, an endpoint, or recorded ones).
+        verifier: What checks the candidates (a pool of REPLs, a Kimina Lean Server, or
+            recorded verdicts).
+        config: Samples, batches, workers, prompt and axiom policy (default
+            ``BenchmarkConfig()``).
+        database: Where each sample is stored; a rerun of ``run`` makes only what it lacks.
+        run: The run's name.
+        verifier_name: How the report names the verifier.
+        on_sample: Called with each sample as it is stored.
+        on_problem: Called with each problem's result once it has all its samples.
+        on_start: Called first, with the number of samples this call makes at most.
+
+    Returns:
+        Each problem's result, the samples made now, and the run's figures
+        (``BenchmarkReport.of`` turns it into the report).
+    """
     config = config or BenchmarkConfig()
     started = time.perf_counter()
     url, commit = benchmark.url, benchmark.commit
