@@ -4,7 +4,15 @@ from __future__ import annotations
 
 
 class LeanloopError(Exception):
-    """A problem the user can fix: one line saying what went wrong, optionally a next step."""
+    """A problem the user can fix: one line saying what went wrong, optionally a next step.
+
+    ``str(error)`` is the message followed by the hint in parentheses; the command line
+    prints it as it is, without a traceback.
+
+    Args:
+        message: What went wrong, in one line.
+        hint: What to do next.
+    """
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -18,7 +26,20 @@ class LeanloopError(Exception):
 
 
 class DataFormatError(LeanloopError):
-    """Input data does not follow the expected format; names the file, place and field."""
+    """Input data does not follow the expected format; names the file, place and field.
+
+    The message reads ``PATH, line L, column C, item #I, field 'F': PROBLEM`` (the parts that
+    are known).
+
+    Args:
+        path: The file.
+        problem: What is wrong, and what was expected.
+        line: The line (1-based).
+        column: The column.
+        item: The item of a JSON array.
+        field: The field (dotted for a nested one).
+        hint: What to do next.
+    """
 
     def __init__(
         self,

@@ -44,6 +44,14 @@ class BaseAgent(ABC):
     A subclass sets ``self.trainer`` (None for an agent that does not train) and implements
     ``_get_build_deps()`` (whether tracing also scans the dependencies' sources for premises)
     and ``_setup_prover()`` (builds the prover, sets ``self.prover`` and returns it).
+
+    Args:
+        database_path: A SQLite file, a ``postgresql://`` URL, an open ``DynamicDatabase``,
+            or None for the default database.
+        prover_config: The search budgets of ``prove()``: a ``ProverConfig``, a mapping of
+            its fields or a YAML/JSON file.
+        data_path: Where the trainer's merged export is written (default
+            ``<work_dir>/data``).
     """
 
     trainer: Any = None
@@ -81,6 +89,7 @@ class BaseAgent(ABC):
 
     @property
     def work_dir(self) -> Path:
+        """The trainer's ``output_dir``, or ``leanloop-agent`` for an agent without one."""
         output_dir = getattr(self.trainer, "output_dir", None)
         return Path(output_dir) if output_dir is not None else DEFAULT_WORK_DIR
 
@@ -92,20 +101,54 @@ class BaseAgent(ABC):
     # -- setting repositories up -------------------------------------------------------------
 
     def setup_github_repository(self, url: str, commit: str) -> Repository:
-        """Trace the repository at ``url`` at ``commit`` into the database (unless it is stored
-        at that commit already) and work on it. Tracing needs Lean."""
+        """Trace a repository into the database (unless it is stored at that commit already)
+        and work on it. Tracing needs Lean.
+
+        Args:
+            url: The repository's git URL.
+            commit: The commit to trace.
+
+        Returns:
+            The repository record.
+
+        Raises:
+            LeanloopError: The Lean toolchain is missing (saying what to install), or the
+                repository cannot be cloned, built or traced.
+        """
         entry = setup_project(self.database, url, commit, build_deps=self._get_build_deps())
         return self._add(entry)
 
     def setup_local_repository(self, path: str | os.PathLike) -> Repository:
-        """The same for a Lean project directory, at its current commit (or contents)."""
+        """Trace a Lean project directory into the database, at its current commit (or
+        contents), and work on it. Tracing needs Lean.
+
+        Args:
+            path: The project's directory.
+
+        Returns:
+            The repository record.
+
+        Raises:
+            LeanloopError: The Lean toolchain is missing, or the project cannot be built or
+                traced.
+        """
         entry = setup_project(self.database, path, build_deps=self._get_build_deps())
         return self._add(entry)
 
     def setup_dataset(self, path: str | os.PathLike) -> list[Repository]:
         """Import a LeanDojo-format dataset (a directory or a split file) and work on the
         repositories its theorems belong to; needs no Lean. ``prove()`` on them replays the
-        recorded steps instead of proving."""
+        recorded steps instead of proving.
+
+        Args:
+            path: The dataset: a directory or a split file.
+
+        Returns:
+            The repositories of its theorems.
+
+        Raises:
+            DataFormatError: The dataset is malformed (naming the file, line and field).
+        """
         return [self._add(entry) for entry in setup_dataset(self.database, path)]
 
     def _add(self, entry: AgentRepository) -> Repository:
@@ -119,7 +162,17 @@ class BaseAgent(ABC):
     def curriculum(self, repositories: Sequence[Repository] | None = None) -> list[Repository]:
         """The repositories to train on, easiest first (``sort_repositories_by_difficulty``):
         every repository of the database, as LeanDojo-v2 trains (lifelong learning keeps
-        training on what earlier runs stored), or only ``repositories``."""
+        training on what earlier runs stored), or only ``repositories``.
+
+        Args:
+            repositories: Only these (None: every repository of the database).
+
+        Returns:
+            The repositories, easiest first.
+
+        Raises:
+            LeanloopError: There is no repository to train on.
+        """
         ordered = self.database.sort_repositories_by_difficulty()
         if repositories is not None:
             wanted = {(r.identity, r.commit) for r in repositories}
@@ -144,7 +197,17 @@ class BaseAgent(ABC):
         """Train the trainer on the repositories of ``curriculum(repositories)`` in order; each
         leaves a checkpoint under the trainer's ``output_dir`` (returned). A ``ProgressTrainer``
         is trained once on the progress rows of all of them, written to
-        ``<data_path>/progress.jsonl``."""
+        ``<data_path>/progress.jsonl``.
+
+        Args:
+            repositories: Only these (None: every repository of the database).
+
+        Returns:
+            The checkpoint of each repository, in order (a progress model's one directory).
+
+        Raises:
+            LeanloopError: The agent has no trainer, or there is nothing to train on.
+        """
         trainer = self._require_trainer()
         repos = self.curriculum(repositories)
         from leanloop.trainer.progress import ProgressTrainer
@@ -185,7 +248,21 @@ class BaseAgent(ABC):
         merged export of the curriculum's repositories (exported again first; splits never
         change): tactic accuracy (top-1, top-``k``) of an SFT or GRPO generator, R@1/R@10/MRR of
         the retriever, MAE/MSE of a progress model. ``max_steps`` caps the steps (rows)
-        evaluated."""
+        evaluated.
+
+        Args:
+            split: ``test``, ``val``, ``train``, or ``SCHEME/SPLIT`` (e.g.
+                ``novel_premises/test``).
+            repositories: Only these (None: every repository of the database).
+            k: The k of top-k tactic accuracy.
+            max_steps: Evaluate at most this many steps (rows).
+
+        Returns:
+            Evaluation: What was evaluated, on what, and its figures (``figures()``).
+
+        Raises:
+            LeanloopError: The agent has no trainer, or its model is not trained yet.
+        """
         from leanloop.agent import evaluation
         from leanloop.trainer.hf_common import HFCurriculumTrainer
         from leanloop.trainer.progress import ProgressTrainer
@@ -238,6 +315,21 @@ class BaseAgent(ABC):
 
         Attempts are stored in the database under ``run`` (default: from the prover); a second
         ``prove()`` of the same run skips the theorems it finished.
+
+        Args:
+            whole_proof: Prove in whole-proof mode (as ``mode="whole"``).
+            mode: ``search`` (default) or ``whole``.
+            branch: Write the proofs in this new git branch (its own worktree) instead of
+                the checked-out files.
+            run: The run's name in the database.
+            out_dir: Where each repository's report is written.
+
+        Returns:
+            One report per repository: every theorem tried, how it ended, and whether its
+            proof was written.
+
+        Raises:
+            LeanloopError: No repository is set up, or Lean is needed and missing.
         """
         from leanloop.agent.proving import prove_sorries
         from leanloop.agent.repositories import require_lean
@@ -305,7 +397,14 @@ class BaseAgent(ABC):
     def replay_theorems(self, entry: AgentRepository) -> list[Theorem]:
         """What ``prove()`` replays for a repository set up from a dataset: its open sorry
         theorems that have recorded steps other than ``sorry``, else the theorems with traced
-        tactics in the test split of its export."""
+        tactics in the test split of its export.
+
+        Args:
+            entry: A repository this agent set up from a dataset.
+
+        Returns:
+            The theorems to replay.
+        """
         from leanloop.data import open_dataset
 
         sorries = [

@@ -18,7 +18,17 @@ class ExternalAgent(BaseAgent):
     ``base_url`` (None: OpenAI's endpoint) for tactics, or whole proofs with
     ``prove(whole_proof=True)``; the API key is read from the environment variable
     ``api_key_env`` (None: send none, for a local server). ``train()`` and ``evaluate()``
-    say that there is nothing to train. See :class:`BaseAgent` for the other arguments."""
+    say that there is nothing to train. See ``BaseAgent`` for the other arguments.
+
+    Args:
+        model_name: The model's name at the endpoint.
+        base_url: The OpenAI-compatible endpoint; None for OpenAI's.
+        api_key_env: The environment variable holding the API key; None sends none.
+        database_path: A SQLite file, a ``postgresql://`` URL, an open ``DynamicDatabase``,
+            or None for the default database.
+        prover_config: The search budgets of ``prove()``.
+        data_path: Where a merged export is written.
+    """
 
     def __init__(
         self,

@@ -17,8 +17,19 @@ from leanloop.prover.hf import HFProver
 class HFAgent(BaseAgent):
     """``HFAgent(trainer=SFTTrainer(...) | GRPOTrainer(...))``: ``train()`` fine-tunes the
     trainer's model on the repositories in curriculum order; ``prove()`` searches with the
-    newest checkpoint (a LoRA adapter when the trainer trains one). See :class:`BaseAgent` for
-    the other arguments."""
+    newest checkpoint (a LoRA adapter when the trainer trains one). See ``BaseAgent`` for
+    the other arguments.
+
+    Args:
+        trainer: An ``SFTTrainer`` or a ``GRPOTrainer``.
+        database_path: A SQLite file, a ``postgresql://`` URL, an open ``DynamicDatabase``,
+            or None for the default database.
+        prover_config: The search budgets of ``prove()``.
+        data_path: Where the trainer's merged export is written.
+
+    Raises:
+        LeanloopError: ``trainer`` is not an SFT or GRPO trainer.
+    """
 
     def __init__(
         self,
@@ -40,10 +51,12 @@ class HFAgent(BaseAgent):
 
     @property
     def output_dir(self):
+        """The trainer's ``output_dir``: where its checkpoints are."""
         return self.trainer.output_dir
 
     @property
     def use_lora(self) -> bool:
+        """Whether the trainer trains a LoRA adapter."""
         return self.trainer.use_lora
 
     def _get_build_deps(self) -> bool:

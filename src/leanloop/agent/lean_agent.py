@@ -40,14 +40,23 @@ class LeanAgent(BaseAgent):
     (``training_config``: a ``TrainingConfig``, a mapping of its fields or a YAML/JSON file).
     After each repository the new checkpoint is evaluated on the test theorems of every
     repository trained on so far; ``self.lifelong`` holds the resulting
-    :class:`~leanloop.agent.lifelong.LifelongMatrix` (average accuracy, backward transfer,
+    ``leanloop.agent.lifelong.LifelongMatrix`` (average accuracy, backward transfer,
     forgetting), also written to ``lifelong.json`` and ``lifelong.png`` in the trainer's
     ``output_dir``.
 
     ``prove()`` uses ``RetrievalProver``: the newest retriever, the corpus of the training
     export, and the tactic generator ``generator`` (a trained ``SFTTrainer`` output_dir, a
-    checkpoint, or a model name such as ``smollm2-135m-instruct``). See :class:`BaseAgent` for
+    checkpoint, or a model name such as ``smollm2-135m-instruct``). See ``BaseAgent`` for
     the other arguments.
+
+    Args:
+        database_path: A SQLite file, a ``postgresql://`` URL, an open ``DynamicDatabase``,
+            or None for the default database.
+        training_config: The retriever's training: a ``TrainingConfig``, a mapping of its
+            fields or a YAML/JSON file (default ``TrainingConfig()``).
+        prover_config: The search budgets of ``prove()``.
+        generator: The tactic generator ``prove()`` uses beside the retriever.
+        data_path: Where the trainer's merged export is written.
     """
 
     def __init__(
@@ -72,7 +81,14 @@ class LeanAgent(BaseAgent):
 
     def train(self, repositories: Sequence[Repository] | None = None) -> list[Path]:
         """``BaseAgent.train`` with the lifelong-learning matrix recorded after each
-        repository (``self.lifelong``)."""
+        repository (``self.lifelong``).
+
+        Args:
+            repositories: Only these (None: every repository of the database).
+
+        Returns:
+            The retriever's checkpoint of each repository, in order.
+        """
         repos = self.curriculum(repositories)
         evaluator = LifelongEvaluator(self.config)
         checkpoints = self.trainer.train(repos, self.database, self.data_path, after_step=evaluator)

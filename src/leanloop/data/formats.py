@@ -62,7 +62,19 @@ _KNOWN = (
 
 
 def open_dataset(path: str | Path) -> DatasetReader:
-    """The reader of the dataset at ``path``; a one-line error when no format fits."""
+    """The reader of a dataset, in whichever format it is.
+
+    Args:
+        path: A LeanDojo-format dataset (a directory or one of its files), a ``.jsonl``
+            benchmark of statements, or a ``.lean`` file of ``sorry`` theorems.
+
+    Returns:
+        DatasetReader: A reader that streams its theorems (``iter_theorems()``), its corpus
+        and its traced files.
+
+    Raises:
+        LeanloopError: ``path`` does not exist, or no format fits it (one line).
+    """
     path = Path(path).expanduser()
     if not path.exists():
         raise LeanloopError(f"{path}: no such file or directory", hint=f"datasets: {_KNOWN}")

@@ -109,6 +109,7 @@ class ModelConfig(BaseModel):
 
     @property
     def local(self) -> bool:
+        """Whether the model runs in the server's process (``hf``, ``encoder``)."""
         return self.provider in LOCAL_PROVIDERS
 
 
@@ -134,7 +135,9 @@ class LeanConfig(BaseModel):
 
 
 class ServeConfig(BaseModel):
-    """The whole server."""
+    """The whole server: the models it offers, Lean verification, where it listens and its
+    limits. ``leanloop serve --config FILE`` reads it (``ServeConfig.load``).
+    """
 
     model_config = _STRICT
 
@@ -188,12 +191,31 @@ class ServeConfig(BaseModel):
         return self
 
     def model(self, name: str) -> ModelConfig | None:
+        """The model offered under a name.
+
+        Args:
+            name: The name clients ask for.
+
+        Returns:
+            Its configuration; None when no model has that name.
+        """
         return next((m for m in self.models if m.name == name), None)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "the server configuration") -> ServeConfig:
-        """A configuration from plain data; a bad value is reported as one line naming
-        ``source`` and the field."""
+        """A configuration from plain data.
+
+        Args:
+            data: A mapping of the fields (None for every default).
+            source: What errors name as the data's origin.
+
+        Returns:
+            The configuration.
+
+        Raises:
+            LeanloopError: A field is unknown or has a value it cannot take (one line naming
+                ``source`` and the field).
+        """
         if data is None:
             data = {}
         if not isinstance(data, dict):
@@ -205,7 +227,18 @@ class ServeConfig(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path) -> ServeConfig:
-        """The configuration in a YAML or JSON file."""
+        """The configuration in a YAML or JSON file.
+
+        Args:
+            path: The file.
+
+        Returns:
+            The configuration.
+
+        Raises:
+            DataFormatError: The file is missing or not YAML/JSON.
+            LeanloopError: A field is wrong (naming the file and the field).
+        """
         return cls.from_dict(read_config_file(path), str(path))
 
 

@@ -56,8 +56,15 @@ class GRPOTrainerConfig(HFTrainerConfig):
         return self
 
     def generation_sizes(self) -> tuple[int, int]:
-        """``(num_generations, generation_batch_size)`` in effect, for the processes of this
-        run (the generation batch is global: every process's batches together)."""
+        """The generation sizes in effect, for the processes of this run (the generation
+        batch is global: every process's batches together).
+
+        Returns:
+            ``(num_generations, generation_batch_size)``.
+
+        Raises:
+            LeanloopError: The sizes do not divide each other as TRL needs.
+        """
         from leanloop.ml import distributed
 
         return generation_plan(

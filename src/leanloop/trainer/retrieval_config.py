@@ -167,6 +167,16 @@ class TrainingConfig(TrainerConfig):
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> Self:
+        """A configuration from a mapping of its fields, or of LeanDojo-v2's file of both
+        configurations (its ``training:`` part is read).
+
+        Args:
+            data: The mapping (None for every default).
+            source: What errors name as the values' origin.
+
+        Returns:
+            The configuration.
+        """
         if isinstance(data, dict) and isinstance(data.get("training"), dict):
             data = data["training"]  # LeanDojo-v2 writes {training: ..., prover: ...}
         return super().from_dict(data, source)
@@ -174,11 +184,19 @@ class TrainingConfig(TrainerConfig):
     # -- derived settings ------------------------------------------------------------------------
 
     def get_lambda_value(self) -> float:
-        """λ in effect: ``lambda_value`` with progressive training, otherwise 0."""
+        """The EWC weight in effect.
+
+        Returns:
+            ``lambda_value`` with progressive training, otherwise 0.
+        """
         return self.lambda_value if self.run_progressive_training else 0.0
 
     def get_model_config(self) -> dict[str, Any]:
-        """Hyper-parameters of ``PremiseRetriever`` (all but the model name)."""
+        """The retriever's hyper-parameters.
+
+        Returns:
+            The keyword arguments of ``PremiseRetriever`` but the model name.
+        """
         return {
             "lr": self.lr,
             "warmup_steps": self.warmup_steps,

@@ -54,7 +54,19 @@ class TheoremItem:
 
 class LeanDojoDataset:
     """A LeanDojo-format dataset on disk; every file in it is optional, and all are streamed.
-    One of the formats behind ``data.formats.DatasetReader``."""
+    One of the formats behind ``data.formats.DatasetReader``.
+
+    Malformed input raises ``DataFormatError`` naming the file, line, item and field, when
+    it is read.
+
+    Args:
+        path: A dataset directory (``random/`` and ``novel_premises/`` with
+            ``train/val/test.json``, ``corpus.jsonl``, ``traced_files.jsonl``,
+            ``metadata.json``), or one of its files.
+
+    Raises:
+        DataFormatError: ``path`` does not exist, or is not a dataset or one of its files.
+    """
 
     format = "leandojo"
 
@@ -116,6 +128,7 @@ class LeanDojoDataset:
 
     @cached_property
     def metadata(self) -> dict[str, Any]:
+        """``metadata.json``'s content (empty when there is none)."""
         if self.metadata_path is None:
             return {}
         data = read_json(self.metadata_path)
@@ -124,7 +137,14 @@ class LeanDojoDataset:
         return data
 
     def repository(self) -> Repository | None:
-        """The repository ``metadata.json`` says the dataset was traced from, if it says."""
+        """The repository the dataset was traced from.
+
+        Returns:
+            The repository ``metadata.json`` names; None when it names none.
+
+        Raises:
+            DataFormatError: Its ``from_repo`` has an empty URL or commit.
+        """
         origin = self.metadata.get("from_repo")
         if not isinstance(origin, dict) or origin.get("url") is None:
             return None
@@ -139,25 +159,51 @@ class LeanDojoDataset:
         return Repository(url=url, commit=commit)
 
     def complete_schemes(self) -> list[str]:
-        """Schemes whose train, val and test files are all present."""
+        """The split schemes present in full.
+
+        Returns:
+            The schemes whose train, val and test files are all present.
+        """
         present = {(f.scheme, f.split) for f in self.split_files}
         return [s for s in SCHEMES if all((s, split) in present for split in SPLITS)]
 
     def theorem_files(self, *, all_schemes: bool = True) -> list[SplitFile]:
         """The split files to read. Every scheme holds the same theorems, so when one scheme is
-        complete and ``all_schemes`` is False, only that scheme's files are needed."""
+        complete and ``all_schemes`` is False, only that scheme's files are needed.
+
+        Args:
+            all_schemes: Every scheme's files (off: one complete scheme's, when there is one).
+
+        Returns:
+            The split files.
+        """
         complete = self.complete_schemes()
         if complete and not all_schemes:
             return [f for f in self.split_files if f.scheme == complete[0]]
         return list(self.split_files)
 
     def iter_theorem_items(self, files: list[SplitFile] | None = None) -> Iterator[TheoremItem]:
+        """Stream the theorems of split files unparsed (``item.parse()`` checks one).
+
+        Args:
+            files: The split files (default: all).
+
+        Yields:
+            Each theorem's raw JSON with where it is.
+        """
         for source in self.split_files if files is None else files:
             for item in iter_json_array(source.path):
                 yield TheoremItem(source, item.index, item.line, item.value)
 
     def iter_theorems(self) -> Iterator[Theorem]:
-        """Every theorem once (the first occurrence when a theorem is in several files)."""
+        """Stream every theorem once (the first occurrence when it is in several files).
+
+        Yields:
+            The theorems, checked.
+
+        Raises:
+            DataFormatError: A theorem is malformed (naming the file, line, item and field).
+        """
         seen: set[TheoremKey] = set()
         for item in self.iter_theorem_items(self.theorem_files(all_schemes=False)):
             theorem = item.parse()
@@ -166,6 +212,14 @@ class LeanDojoDataset:
                 yield theorem
 
     def iter_source_files(self) -> Iterator[SourceFile]:
+        """Stream the files of ``corpus.jsonl`` with their premises (nothing without it).
+
+        Yields:
+            The source files.
+
+        Raises:
+            DataFormatError: A line is malformed.
+        """
         if self.corpus_path is None:
             return
         for item in iter_jsonl(self.corpus_path):
@@ -175,6 +229,14 @@ class LeanDojoDataset:
                 raise exc.located(str(self.corpus_path), line=item.line, item=None) from None
 
     def iter_traced_files(self) -> Iterator[str]:
+        """Stream the paths of ``traced_files.jsonl`` (nothing without it).
+
+        Yields:
+            The traced files' paths.
+
+        Raises:
+            DataFormatError: A line is malformed.
+        """
         if self.traced_files_path is None:
             return
         for item in iter_jsonl(self.traced_files_path):
@@ -184,6 +246,11 @@ class LeanDojoDataset:
                 raise exc.located(str(self.traced_files_path), line=item.line, item=None) from None
 
     def describe(self) -> str:
+        """What the dataset holds, in one line.
+
+        Returns:
+            Its split files (``scheme/split``) and other files, comma-separated.
+        """
         parts = [f"{f.scheme or '?'}/{f.split or f.path.name}" for f in self.split_files]
         for name in ("corpus_path", "traced_files_path", "metadata_path"):
             if getattr(self, name) is not None:

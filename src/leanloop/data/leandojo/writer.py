@@ -56,6 +56,10 @@ class LeanDojoWriter:
     things (notes, checkpoints, a database): only the dataset's own entries (the scheme
     directories, ``corpus.jsonl``, ``traced_files.jsonl``, ``metadata.json``) are replaced, and a
     scheme directory holding anything but split files is refused before anything is written.
+
+    Args:
+        out_dir: The dataset's directory.
+        schemes: The split schemes written (each theorem goes into one split of each).
     """
 
     def __init__(self, out_dir: str | Path, schemes: tuple[str, ...] = SCHEMES) -> None:
@@ -100,8 +104,12 @@ class LeanDojoWriter:
         return self._stack.__exit__(exc_type, exc, tb)
 
     def write_theorem(self, theorem: Mapping[str, Any] | str, splits: Mapping[str, str]) -> None:
-        """Append a theorem (a LeanDojo theorem object, or its JSON text) to its split in every
-        scheme."""
+        """Append a theorem to its split in every scheme.
+
+        Args:
+            theorem: A LeanDojo theorem object, or its JSON text.
+            splits: The theorem's split in each scheme (``{"random": "train", ...}``).
+        """
         encoded = theorem if isinstance(theorem, str) else _encode(theorem)
         for scheme in self.schemes:
             split = splits[scheme]
@@ -112,17 +120,31 @@ class LeanDojoWriter:
             self.counts[scheme, split] += 1
 
     def write_source_file(self, source: Mapping[str, Any]) -> None:
-        """Append a ``corpus.jsonl`` line (a LeanDojo source-file object)."""
+        """Append a ``corpus.jsonl`` line.
+
+        Args:
+            source: A LeanDojo source-file object (path, imports, premises).
+        """
         assert self._corpus is not None
         self._corpus.write(_encode(source) + "\n")
         self.num_source_files += 1
         self.num_premises += len(source.get("premises", ()))
 
     def write_traced_file(self, path: str) -> None:
+        """Append a ``traced_files.jsonl`` line.
+
+        Args:
+            path: A traced file's path.
+        """
         assert self._traced is not None
         self._traced.write(_encode({"traced_file_path": path}) + "\n")
         self.num_traced_files += 1
 
     def write_metadata(self, metadata: Mapping[str, Any]) -> None:
+        """Write ``metadata.json``.
+
+        Args:
+            metadata: Its content (e.g. ``from_repo``: the repository's url and commit).
+        """
         assert self._staging is not None
         (self._staging / "metadata.json").write_text(_encode(metadata), encoding="utf-8")
