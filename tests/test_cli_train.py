@@ -224,7 +224,7 @@ def test_bad_input_is_one_line(capsys, db, tmp_path):
     code, _, err = run_cli(capsys, "evaluate", "tactics", "--db", db)
     assert_one_line_error(code, err, "field 'checkpoint' is missing")
     code, _, err = run_cli(
-        capsys, "evaluate", "tactics", "--checkpoint", tmp_path / "none", "--dataset", tmp_path
+        capsys, "evaluate", "tactics", "--checkpoint", tmp_path, "--dataset", tmp_path
     )
     assert_one_line_error(code, err, "missing data split file")
     (tmp_path / "random").mkdir()
@@ -232,6 +232,6 @@ def test_bad_input_is_one_line(capsys, db, tmp_path):
     code, _, err = run_cli(
         capsys, "evaluate", "progress", "--checkpoint", tmp_path / "none", "--dataset", tmp_path
     )
-    assert_one_line_error(code, err, "no such directory")
+    assert_one_line_error(code, err, "checkpoint", "none: no such file or directory")
     code, _, err = run_cli(capsys, "evaluate", "retrieval", "--checkpoint", "x", "--k", "5")
     assert code == 2 and "Traceback" not in err  # a usage error: R@10 needs 10

@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "DynamicDatabase": "leanloop.database.dynamic",
     "SplitConfig": "leanloop.database.splits",
+    "generate_benchmark": "leanloop.database.generate",
     "LeanDojoDataset": "leanloop.data.leandojo.reader",
     "LeanDojoWriter": "leanloop.data.leandojo.writer",
     "Repository": "leanloop.data.records",

@@ -3,6 +3,7 @@ error handling of every command."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 
@@ -88,24 +89,57 @@ EXTRAS = {
 }
 
 
+def _error(message: str, hint: str | None = None) -> None:
+    """One line on stderr: what went wrong and, where there is one, the next step."""
+    text = f"{message}; hint: {hint}" if hint else message
+    err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
+
+
+def _interruptible(command) -> None:
+    """Make Ctrl-C in ``command`` (and in every command of a group) an ``Interrupted`` that
+    ``main`` reports in one line, instead of typer's silent exit 130."""
+    group = getattr(command, "commands", None)  # a group (typer's own click classes)
+    if group is not None:
+        for sub in group.values():
+            _interruptible(sub)
+        return
+    callback = command.callback
+    if callback is None:
+        return
+
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise common.Interrupted() from None
+
+    command.callback = run
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command line; user errors become one line on stderr and a non-zero exit."""
+    """Run the command line; user errors become one line on stderr and a non-zero exit, Ctrl-C
+    one line saying what was stored and exit status 130."""
     command = typer.main.get_command(app)
+    _interruptible(command)
     common.remember_invocation(list(sys.argv[1:] if argv is None else argv))
     try:
         command.main(args=argv, prog_name="leanloop", standalone_mode=True)
     except SystemExit as exc:  # usage errors (2), --help and normal ends
-        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if code == 130:  # Ctrl-C outside a command's own work (while starting)
+            err_console.print("interrupted", highlight=False)
+        return code
+    except common.Interrupted as exc:
+        said = f"interrupted: {exc.note}" if exc.note else "interrupted"
+        err_console.print(escape(said), highlight=False, soft_wrap=True)
+        return 130
     except LeanloopError as exc:
-        err_console.print(f"[bold red]error:[/] {escape(exc.message)}", highlight=False)
-        if exc.hint:
-            err_console.print(f"  hint: {escape(exc.hint)}", highlight=False)
+        _error(exc.message, exc.hint)
         return 1
     except OSError as exc:  # a path the user gave that cannot be read or written
         where = f" ({exc.filename})" if exc.filename else ""
-        err_console.print(
-            f"[bold red]error:[/] {escape((exc.strerror or str(exc)) + where)}", highlight=False
-        )
+        _error((exc.strerror or str(exc)) + where)
         return 1
     except KeyboardInterrupt:
         err_console.print("interrupted", highlight=False)
@@ -114,11 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         extra = EXTRAS.get((exc.name or "").partition(".")[0])
         if extra is None:
             raise
-        err_console.print(
-            f"[bold red]error:[/] this command needs {exc.name}, which is not installed",
-            highlight=False,
+        _error(
+            f"this command needs {exc.name}, which is not installed",
+            f"pip install 'leanloop[{extra}]'",
         )
-        err_console.print(escape(f"  hint: pip install 'leanloop[{extra}]'"), highlight=False)
         return 1
     return 0
 

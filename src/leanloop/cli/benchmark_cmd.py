@@ -13,11 +13,21 @@ from pathlib import Path
 import orjson
 import typer
 
-from leanloop.cli.common import console, err_console, open_database, progress_bar, user_path
+from leanloop.cli.common import (
+    console,
+    err_console,
+    on_interrupt,
+    open_database,
+    progress_bar,
+    user_path,
+)
 from leanloop.errors import LeanloopError
 from leanloop.prover.benchmark_config import BenchmarkConfig
 from leanloop.prover.config import ProofMode
 from leanloop.settings import Settings
+
+#: What checks whole proofs without a Lean toolchain here.
+KIMINA = "--verifier kimina:URL checks on a Kimina Lean Server, recorded:FILE offline"
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,11 @@ def prove_benchmark(request, asked: BenchmarkRequest) -> None:
     config = BenchmarkConfig.load(asked.config if asked.config else {}, **overrides)
     bench = benchmark_file(asked.spec)
     problems = bench.problems(asked.split)[: request.limit]
+    if request.mode is ProofMode.SEARCH or asked.verifier == "pool":
+        from leanloop.cli.prove_cmd import lean_launcher
+
+        # Lean is needed: said before a model is loaded or anything is stored
+        lean_launcher(None, instead=None if request.mode is ProofMode.SEARCH else KIMINA)
     if request.mode is ProofMode.SEARCH:
         database = open_database(request.db)
         database.add_repository(bench.repository(), bench.iter_theorems())
@@ -94,6 +109,7 @@ def prove_benchmark(request, asked: BenchmarkRequest) -> None:
 def _run_whole(
     request, bench, problems, config, sampler, verifier, verifier_name, database, run_name
 ) -> None:
+    from leanloop.cli.prove_cmd import proving_stopped
     from leanloop.prover.benchmark_report import BenchmarkReport, write_report
     from leanloop.prover.sampling import run_benchmark
 
@@ -106,7 +122,10 @@ def _run_whole(
 
     started = time.perf_counter()
     out = err_console if request.json_lines else console
-    with progress_bar(f"{bench.name}: {len(problems)} problems × {config.samples}") as update:
+    with (
+        on_interrupt(proving_stopped(database, run_name)),
+        progress_bar(f"{bench.name}: {len(problems)} problems × {config.samples}") as update,
+    ):
 
         def note() -> str:
             rate = done / max(time.perf_counter() - started, 1e-9)
@@ -215,14 +234,17 @@ def _verifier(spec: str, project: str | None, config: BenchmarkConfig):
         from leanloop.lean.verification import PoolVerifier
 
         if project is None:
-            lean_launcher(None)  # says first when Lean itself is missing
+            lean_launcher(None, instead=KIMINA)  # says first when Lean itself is missing
             raise LeanloopError(
                 "--verifier pool checks on leanloop's REPLs: it needs --project DIR",
                 hint="a Lean project with the benchmark's imports (Mathlib) built, or "
                 "--verifier kimina:URL / recorded:FILE",
             )
         launcher = lean_launcher(
-            user_path(project), timeout=config.timeout, memory_limit_mb=config.memory_limit_mb
+            user_path(project),
+            timeout=config.timeout,
+            memory_limit_mb=config.memory_limit_mb,
+            instead=KIMINA,
         )
         return PoolVerifier(launcher, max_servers=config.workers)
     raise LeanloopError(f"--verifier {spec}: expected pool, kimina:URL or recorded:FILE")
@@ -230,23 +252,32 @@ def _verifier(spec: str, project: str | None, config: BenchmarkConfig):
 
 def _search(request, asked, bench, problems, config, database) -> None:
     """Tactic search from each statement, through the proving engine (needs Lean)."""
-    from leanloop.cli.prove_cmd import _json_printer, _summary, _write_report, lean_launcher
+    from leanloop.cli.prove_cmd import (
+        _json_printer,
+        _summary,
+        _write_report,
+        lean_launcher,
+        proving_stopped,
+    )
     from leanloop.prover.run import run_proofs
 
     if asked.project is None:
-        lean_launcher(None, request.settings)
+        lean_launcher(None, request.settings, instead=None)
         raise LeanloopError(
             "tactic search on a benchmark needs --project DIR",
             hint="a Lean project with the benchmark's imports (Mathlib) built",
         )
-    servers = lean_launcher(user_path(asked.project), request.settings)
+    servers = lean_launcher(user_path(asked.project), request.settings, instead=None)
     theorems = [bench.theorem(p) for p in problems]
     sources = {
         (t.key, t.commit): p.theorem_source() for t, p in zip(theorems, problems, strict=True)
     }
     run_name = request.run or f"{request.generator}:{bench.name}/{asked.split}:search"
     show = _json_printer(request.json_lines)
-    with progress_bar(f"searching {len(theorems)} statements ({run_name})") as update:
+    with (
+        on_interrupt(proving_stopped(database, run_name)),
+        progress_bar(f"searching {len(theorems)} statements ({run_name})") as update,
+    ):
         outcome = run_proofs(
             theorems,
             request.prover(None),

@@ -57,9 +57,10 @@ DB_OPTION = typer.Option(
 
 
 def open_database(db: str | None, *, must_exist: bool = False) -> DynamicDatabase:
-    """The database named by ``--db`` (or the default); with ``must_exist``, a SQLite file that
-    does not exist is an error instead of an empty database. An empty name and an in-memory
-    SQLite database (gone when the command ends) are refused."""
+    """The database named by ``--db`` (or the default), checked to be usable before the
+    command does any work; with ``must_exist``, a SQLite file that does not exist is an error
+    instead of an empty database. An empty name and an in-memory SQLite database (gone when
+    the command ends) are refused."""
     from leanloop.database import DynamicDatabase
     from leanloop.errors import DatabaseError
 
@@ -71,6 +72,7 @@ def open_database(db: str | None, *, must_exist: bool = False) -> DynamicDatabas
             f"no database at {path}",
             hint="import data first with 'leanloop db import', or pass --db",
         )
+    database.check()  # a file that is not a database, a server out of reach: said now
     return database
 
 
@@ -232,6 +234,29 @@ def existing_path(value: str | Path, what: str) -> Path:
     if not path.exists():
         raise LeanloopError(f"{what} {path}: no such file or directory")
     return path
+
+
+class Interrupted(Exception):
+    """Ctrl-C stopped a command; ``note`` says what it had stored and what a re-run does (None:
+    the command says nothing more than that it was interrupted)."""
+
+    def __init__(self, note: str | None = None) -> None:
+        super().__init__(note or "interrupted")
+        self.note = note
+
+
+@contextlib.contextmanager
+def on_interrupt(note: Callable[[], str]) -> Iterator[None]:
+    """Ctrl-C in the block ends the command with ``note()``: one line saying what was stored
+    and what running the command again does (said only after checking what it does)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        try:
+            said = note()
+        except Exception:  # what was stored cannot be told now: say only that it stopped
+            said = None
+        raise Interrupted(said) from None
 
 
 _INVOCATION: list[str] = []

@@ -4,7 +4,6 @@ splits, show statistics and sorries."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import orjson
 import typer
@@ -19,14 +18,12 @@ from leanloop.cli.common import (
     err_console,
     existing_path,
     new_app,
+    on_interrupt,
     open_database,
     progress_bar,
     select_repositories,
     user_path,
 )
-
-if TYPE_CHECKING:
-    pass
 
 app = new_app(help="The lifelong database of traced repositories.")
 
@@ -61,7 +58,12 @@ def import_(
         raise LeanloopError("no dataset to import", hint="give SOURCE, or 'source' in --config")
     path = existing_path(s.source, "source")
     database = open_database(s.db)
-    with progress_bar(f"importing {path.name}") as update:
+    # an import is one transaction: stopped, it leaves the database as it was
+    stopped = (
+        f"nothing of {path} was stored (an import is one transaction, rolled back: the "
+        f"database is as it was); run the same command again to import it"
+    )
+    with on_interrupt(lambda: stopped), progress_bar(f"importing {path.name}") as update:
         counts = database.import_dataset(path, keep_splits=s.keep_splits, progress=update)
     console.print(
         f"imported into {database.description}: "
@@ -216,11 +218,34 @@ def export(
     split_config = _split_config(s.val, s.test, s.seed)
     database = open_database(s.db, must_exist=True)
     repositories = select_repositories(database, s.repo)
-    with progress_bar(
-        "exporting theorems", finishing="writing the corpus and committing"
-    ) as update:
+    target = user_path(s.output)
+    writing = False  # whether the splits are stored and the dataset is being written
+
+    def stopped() -> str:
+        # the dataset is written aside and moved into place only when it is complete
+        if not writing:
+            return (
+                f"nothing was exported: {target} and the database are as they were; run the "
+                "same command again to export"
+            )
+        return (
+            f"{target} was left as it was (the dataset appears only when complete; what was "
+            "written aside is dropped); the split assignments were stored, so each theorem "
+            "keeps its split: run the same command again to write the dataset with them"
+        )
+
+    with (
+        on_interrupt(stopped),
+        progress_bar("exporting theorems", finishing="writing the corpus and committing") as bar,
+    ):
+
+        def update(done: int, total: int | None = None, note: str | None = None) -> None:
+            nonlocal writing
+            writing = True
+            bar(done, total, note)
+
         report = database.export_merged_data(
-            repositories, user_path(s.output), split_config=split_config, progress=update
+            repositories, target, split_config=split_config, progress=update
         )
     print_export_report(report)
 

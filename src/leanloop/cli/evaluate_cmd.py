@@ -12,6 +12,7 @@ import typer
 from leanloop.cli.common import (
     DB_OPTION,
     console,
+    existing_path,
     load_config,
     new_app,
     open_database,
@@ -79,6 +80,7 @@ def _evaluate(kind: str, config, db, data, repo, json_out: bool, **options: Any)
     from leanloop.agent.evaluation import EvaluationConfig, evaluate_checkpoint
 
     settings, _ = load_config(EvaluationConfig, config, options)
+    existing_path(settings.checkpoint, "checkpoint")  # before an export or a model is loaded
     if settings.dataset is None:
         database = open_database(db, must_exist=True)
         repositories = select_repositories(database, repo)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -13,6 +14,7 @@ from leanloop.cli.common import (
     command_settings,
     console,
     err_console,
+    on_interrupt,
     open_database,
     progress_bar,
 )
@@ -46,6 +48,33 @@ def doctor(
             f"missing: {', '.join(c.name for c in report.missing())}", highlight=False
         )
         raise typer.Exit(1)
+
+
+class TraceWatch:
+    """Follows a trace's progress to say, when Ctrl-C stops it, what was kept: traces are
+    cached file by file, the database gets the repository in one transaction at the end, and a
+    re-run takes the files traced so far from the cache."""
+
+    def __init__(self) -> None:
+        self.done: int | None = None
+        self.total = 0
+
+    def wrap(self, update: Callable[..., None]) -> Callable[..., None]:
+        def follow(done: int, total: int | None = None, note: str | None = None) -> None:
+            self.done, self.total = done, total or 0
+            update(done, total, note)
+
+        return follow
+
+    def note(self) -> str:
+        unstored = "nothing was stored in the database (a trace is stored in one transaction "
+        if self.done is None:
+            return unstored + "once its files are traced); run the same command again to trace it"
+        return (
+            unstored + f"at its end); {self.done} of {self.total} files were done and their "
+            "traces are cached: run the same command again to go on from them (a file that "
+            "failed is tried again)"
+        )
 
 
 TRACE_FIELDS = {
@@ -109,7 +138,9 @@ def trace(
     if not s.project:
         raise LeanloopError("no project to trace", hint="give PROJECT, or 'project' in --config")
     database = open_database(s.db)
-    with progress_bar(f"tracing {s.project}") as update:
+    watch = TraceWatch()
+    with on_interrupt(watch.note), progress_bar(f"tracing {s.project}") as bar:
+        update = watch.wrap(bar)
         # open_project tells a git URL from a local directory or file
         report = database.trace_repository(
             path=s.project,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,10 +24,12 @@ from leanloop.cli.common import (
     console,
     err_console,
     existing_path,
+    on_interrupt,
     open_database,
     progress_bar,
     user_path,
 )
+from leanloop.cli.lean_cmd import TraceWatch
 from leanloop.errors import LeanloopError
 from leanloop.prover.config import ProofMode, ProverConfig
 
@@ -282,6 +285,7 @@ def prove_dataset(
             hint="hf:PATH (a trained checkpoint) or external:MODEL; --replay runs without Lean",
         )
     servers = _replay_servers(dataset_dir) if replay else _lean_servers(project, request)
+    database = open_database(request.db)  # before the model is loaded and the split read
     prover = request.prover(dataset_dir)
     theorems, term_mode = _theorems(dataset_dir, split, replay=replay, limit=request.limit)
     if term_mode:
@@ -300,14 +304,17 @@ def prove_dataset(
         + (":replay" if replay else "")
     )
     show = _json_printer(request.json_lines)
-    with progress_bar(f"proving {len(theorems)} theorems ({run_name})") as update:
+    with (
+        on_interrupt(proving_stopped(database, run_name)),
+        progress_bar(f"proving {len(theorems)} theorems ({run_name})") as update,
+    ):
         outcome = run_proofs(
             theorems,
             prover,
             servers,
             mode=request.mode,
             project_root=None if replay or project is None else user_path(project),
-            database=open_database(request.db),
+            database=database,
             run=run_name,
             num_workers=request.workers,
             address=request.address,
@@ -326,16 +333,23 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
     proving engine and write back what Lean accepts (the engine's hook)."""
     from leanloop.agent.proving import prove_sorries
     from leanloop.agent.repositories import require_lean, setup_project
+    from leanloop.lean.project import is_remote
 
     if request.generator is None or request.generator.startswith("recorded"):
         raise LeanloopError(
             "proving sorries needs a model: --generator hf:PATH or external:MODEL",
             hint="the recorded diagnostic only replays a dataset's own proofs",
         )
+    if not is_remote(project):
+        existing_path(project, "project")  # a wrong path is said before anything else
     require_lean()
-    database = open_database(request.db)
-    with progress_bar(f"tracing {project} (if the database does not hold it)") as update:
-        entry = setup_project(database, project, commit, progress=update)
+    database = open_database(request.db)  # checked before the project is cloned or traced
+    watch = TraceWatch()
+    with (
+        on_interrupt(watch.note),
+        progress_bar(f"tracing {project} (if the database does not hold it)") as bar,
+    ):
+        entry = setup_project(database, project, commit, progress=watch.wrap(bar))
     root = entry.open_project().root
     servers = lean_launcher(root, request.settings)
     theorems = database.get_sorry_theorems(entry.repository)[: request.limit]
@@ -346,7 +360,11 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
         + (":whole" if request.mode is ProofMode.WHOLE else "")
         + (f":{tag}" if tag else "")
     )
-    with progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update:
+    stopped = proving_stopped(database, name, written_back=True)
+    with (
+        on_interrupt(stopped),
+        progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update,
+    ):
         report = prove_sorries(
             theorems,
             prover,
@@ -380,31 +398,55 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
     err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
 
 
+def proving_stopped(database, run: str, *, written_back: bool = False) -> Callable[[], str]:
+    """What a proving command stopped by Ctrl-C says: the run's attempts the database holds
+    (each stored as it ended) and that the same command goes on (the proving engine skips the
+    run's finished attempts and makes those that ended in an error again)."""
+    from leanloop.database.attempts import RunProgress
+
+    def note() -> str:
+        stored = database.get_attempts(run)
+        finished = len(RunProgress.of(stored).finished)
+        kept = "; the proofs written back stay in their files" if written_back else ""
+        return (
+            f"run '{run}' has {len(stored)} attempts stored ({finished} finished, "
+            f"{len(stored) - finished} ended in an error){kept}; run the same command again to "
+            "continue: finished attempts are skipped, the others are made again"
+        )
+
+    return note
+
+
+REPLAY_INSTEAD = "--replay replays the recorded proofs without Lean"
+
+
 def lean_launcher(
     root: str | Path | None,
     settings: ProverConfig | None = None,
     *,
     timeout: float | None = None,
     memory_limit_mb: float | None = None,
+    instead: str | None = REPLAY_INSTEAD,
 ):
     """The Lean REPLs of a project (each request bounded by ``timeout``, else the tactic
     timeout of ``settings``), after checking that Lean is there (a machine without Lean hears
-    that first, in one line); with no project, only that check."""
+    that first, in one line: what is missing, how to install it, and what to do ``instead``);
+    with no project, only the check of elan, lake and lean (the REPL is looked for in the
+    project)."""
     from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
     from leanloop.lean.launch import ReplLauncher
-    from leanloop.lean.toolchain import require
+    from leanloop.lean.toolchain import require_tools
 
     try:
         if root is None:
-            return require(None)
+            return require_tools()
         if timeout is None:
             timeout = (settings or ProverConfig()).tactic_timeout
         return ReplLauncher.for_project(root, timeout=timeout, memory_limit_mb=memory_limit_mb)
     except (ToolchainNotFound, ServerNotFound) as exc:
+        hint = "; ".join(h for h in (exc.hint, f"or: {instead}" if instead else None) if h)
         raise LeanloopError(
-            f"proving needs Lean, which is not installed here ({exc.message})",
-            hint="install it (see 'leanloop doctor'), or use --replay to replay the recorded "
-            "proofs without Lean",
+            f"proving needs Lean, which is not installed here ({exc.message})", hint=hint
         ) from None
 
 

@@ -84,6 +84,13 @@ class DynamicDatabase:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def check(self) -> None:
+        """Raise a ``DatabaseError`` now if the database cannot be used (a file that is not a
+        database, a foreign or newer one, a server that cannot be reached), before long work
+        whose result it is to hold; creates nothing."""
+        with self._access.read():
+            pass
+
     def transaction(self):
         """One write transaction: committed when the block ends, rolled back if it raises.
 
@@ -188,7 +195,10 @@ class DynamicDatabase:
 
         ``build_deps`` also scans the dependencies' sources, so that premises defined there are
         known. Needs a Lean toolchain and the Lean REPL (``leanloop doctor`` says what is
-        missing). Tracing a commit again changes nothing.
+        missing): without a ``server_factory`` among the options, elan, lake and lean are
+        checked, and the database is checked to be usable, before anything is cloned, built or
+        traced. Tracing a commit again changes nothing; the files traced are cached, so a trace
+        that was stopped goes on from them.
 
         Args:
             url: A git URL to clone (give ``url`` or ``path``, not both).
@@ -208,12 +218,22 @@ class DynamicDatabase:
             LeanloopError: Neither or both of ``url`` and ``path`` are given, or the Lean
                 toolchain is missing (saying what to install).
         """
-        from leanloop.lean.project import open_project
+        from leanloop.lean.project import is_remote, open_project
         from leanloop.tracing.project import trace_project
 
         if (url is None) == (path is None):
             raise LeanloopError("give either a repository url or a local path to trace")
-        project = open_project(url if url is not None else path, commit=commit)
+        spec = url if url is not None else path
+        # a local project as it is costs nothing to open, and a wrong path is said first; a
+        # URL or a commit of a local project is cloned, which waits for the checks
+        project = open_project(spec) if commit is None and not is_remote(spec) else None
+        if options.get("server_factory") is None:
+            from leanloop.lean.toolchain import require_tools
+
+            require_tools()
+        self.check()
+        if project is None:
+            project = open_project(spec, commit=commit)
         traced = trace_project(
             project, build=build, dependencies=build_deps, workers=workers, **options
         )
@@ -493,7 +513,9 @@ class DynamicDatabase:
         report's warnings. Where a theorem is in several commits of a repository, the commit
         added last wins; copies in other repositories (same file, name and position) are
         written once and share one split. Settings that would leave train (or a split asked
-        for) empty are refused before anything is stored.
+        for) empty are refused before anything is stored. ``progress(done, total)`` is called
+        with 0 once the splits are stored, then as theorems are written; the dataset appears in
+        ``output_path`` only when it is complete.
 
         Args:
             repositories: ``Repository`` records or ``(url, commit)`` pairs.
@@ -518,6 +540,8 @@ class DynamicDatabase:
                 if not resolved:
                     raise LeanloopError("no repositories to export")
                 assignment = assign_splits(conn, [i for i, _ in resolved], split_config)
+            if progress is not None:  # the splits are stored: the writing starts
+                progress(0, len(assignment.exported))
             with self._access.read() as conn:
                 return export_merged(
                     conn, resolved, Path(output_path), assignment, progress=progress

@@ -140,6 +140,11 @@ class LeanProject:
         return None
 
 
+def is_remote(spec: str | os.PathLike) -> bool:
+    """Whether ``spec`` is a git URL (cloned), not a local directory or file."""
+    return bool(_URL.match(os.fspath(spec)))
+
+
 def open_project(
     spec: str | os.PathLike,
     *,

@@ -236,6 +236,20 @@ def diagnose(
     return report
 
 
+def require_tools() -> ToolchainReport:
+    """What every Lean step needs (elan, lake and lean), checked before a project is cloned,
+    built or traced: a clear error naming what is missing and how to install it. The project's
+    own toolchain and the REPL are looked for later, in the project (``require``)."""
+    report = diagnose()
+    for check in report.checks:
+        if check.name in ("elan", "lake", "lean") and not check.found:
+            raise ToolchainNotFound(
+                f"no Lean toolchain: {check.name} {check.detail}",
+                hint=f"{check.fix}; 'leanloop doctor' shows everything that is missing",
+            )
+    return report
+
+
 def require(
     project: LeanProject | None = None,
     *,

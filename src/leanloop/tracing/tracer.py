@@ -106,7 +106,8 @@ class Tracer:
                     with pool.lease(key) as server:
                         return self.trace_file(server, *item)
 
-                with ThreadPoolExecutor(max_workers=self.workers) as executor:
+                executor = ThreadPoolExecutor(max_workers=self.workers)
+                try:
                     futures = {executor.submit(work, item): item[0] for item in pending}
                     for future in as_completed(futures):
                         path = futures[future]
@@ -121,6 +122,12 @@ class Tracer:
                         done += 1
                         if progress is not None:
                             progress(done, len(paths))
+                except BaseException:
+                    # stopped (Ctrl-C, an error): the files not started yet are dropped
+                    # instead of traced; the traces finished so far are in the cache
+                    executor.shutdown(wait=False, cancel_futures=True)
+                    raise
+                executor.shutdown()
         result.files.sort(key=lambda f: f.path)
         if dependencies:
             result.dependencies = scan_dependencies(self.project)
