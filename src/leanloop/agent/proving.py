@@ -57,24 +57,31 @@ class SorryRow(BaseModel):
     commit: str
     outcome: str
     status: AttemptStatus = Field(description="How the stored attempt ended.")
-    proof: str | None = Field(None, description="The proof written, or found and not written.")
-    proof_length: int = Field(
-        0, description="Tactics of a search proof, non-blank lines of a whole proof; 0: none."
+    proof: str | None = Field(
+        default=None, description="The proof written, or found and not written."
     )
-    seconds: float = Field(0.0, description="Time of the search (or whole-proof mode).")
-    check_seconds: float = Field(0.0, description="Time Lean took to check the whole file.")
+    proof_length: int = Field(
+        default=0,
+        description="Tactics of a search proof, non-blank lines of a whole proof; 0: none.",
+    )
+    seconds: float = Field(default=0.0, description="Time of the search (or whole-proof mode).")
+    check_seconds: float = Field(default=0.0, description="Time Lean took to check the whole file.")
     lean_seconds: float = 0.0
     model_seconds: float = 0.0
     expansions: int = 0
-    detail: str | None = Field(None, description="Why it ended so (an error, Lean's reason).")
-    git_commit: str | None = Field(None, description="The commit on the branch, if any.")
+    detail: str | None = Field(
+        default=None, description="Why it ended so (an error, Lean's reason)."
+    )
+    git_commit: str | None = Field(default=None, description="The commit on the branch, if any.")
     working_tree: str | None = Field(
-        None,
+        default=None,
         description="On a branch: whether your working tree's file got the proof too "
         "('written') or was left because it differs from the branch ('left').",
     )
-    backup: str | None = Field(None, description="The copy of the file before it was written.")
-    axioms: list[str] | None = Field(None, description="The axioms Lean's audit reported.")
+    backup: str | None = Field(
+        default=None, description="The copy of the file before it was written."
+    )
+    axioms: list[str] | None = Field(default=None, description="The axioms Lean's audit reported.")
 
 
 class SorryReport(BaseModel):
