@@ -176,7 +176,7 @@ def evaluate_retrieval(
     scheme, name = split_name(split)
     model = PremiseRetriever.load(chosen, device=detect_hardware().device, freeze=True)
     metrics = evaluate_retriever(
-        model, dataset, scheme=scheme, split=name, k=k, batch_size=batch_size
+        model, os.fspath(dataset), scheme=scheme, split=name, k=k, batch_size=batch_size
     )
     return RetrievalEvaluation(
         checkpoint=str(chosen),

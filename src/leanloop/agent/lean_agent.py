@@ -125,10 +125,11 @@ class RepositorySpec(ConfigBase):
         return self
 
     def setup(self, agent: BaseAgent) -> list[Repository]:
-        if self.url is not None:
+        if self.url is not None and self.commit is not None:  # given together (checked)
             return [agent.setup_github_repository(self.url, self.commit)]
         if self.path is not None:
             return [agent.setup_local_repository(self.path)]
+        assert self.dataset is not None  # exactly one source is given (checked)
         return agent.setup_dataset(self.dataset)
 
 

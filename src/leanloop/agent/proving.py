@@ -186,11 +186,11 @@ class SorryReport(BaseModel):
                 detail,
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        proofs = [row for row in self.rows if row.proof]
+        proofs = [(row, row.proof) for row in self.rows if row.proof]
         if proofs:
             lines += ["", "## Proofs", ""]
-            for row in proofs:
-                lines += [f"### `{row.full_name}` ({row.outcome})", "", "```lean", row.proof, "```"]
+            for row, proof in proofs:
+                lines += [f"### `{row.full_name}` ({row.outcome})", "", "```lean", proof, "```"]
                 lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
@@ -333,9 +333,11 @@ def prove_sorries(
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     root = Path(project_root).expanduser().resolve() if project_root is not None else None
-    if servers is None and root is None:
-        raise LeanloopError("prove_sorries needs servers (a pool or a factory) or a project_root")
     if servers is None:
+        if root is None:
+            raise LeanloopError(
+                "prove_sorries needs servers (a pool or a factory) or a project_root"
+            )
         servers = _launcher(root, prover.config)
     workspace = _workspace(branch, root)
     writer = None
@@ -384,8 +386,8 @@ def prove_sorries(
     )
     skipped = {(a.key, a.commit) for a in outcome.skipped}
     latest: dict[tuple, ProofAttempt] = {}
-    for attempt in [*outcome.skipped, *outcome.new]:
-        latest[(attempt.key, attempt.commit)] = attempt
+    for made in [*outcome.skipped, *outcome.new]:
+        latest[(made.key, made.commit)] = made
     fills = writer.results if writer is not None else {}
     made_now = {(a.key, a.commit) for a in outcome.new}
     for theorem in theorems:

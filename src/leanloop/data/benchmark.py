@@ -268,7 +268,7 @@ def _read_lean(path: Path) -> Iterator[BenchmarkProblem]:
         if declaration.code_start.offset < declaration.start.offset:
             informal = text[declaration.code_start.offset : declaration.start.offset]
         yield BenchmarkProblem(
-            name=declaration.full_name,  # type: ignore[arg-type]
+            name=declaration.full_name,
             split="test",
             header=header,
             informal_prefix=informal,

@@ -3,6 +3,7 @@ on SQLite or PostgreSQL; a facade over loading, queries, export and statistics."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -44,7 +45,7 @@ class DynamicDatabase:
     and every write is one transaction that either fully happens or leaves no trace.
     """
 
-    def __init__(self, url: str | Path | None = None) -> None:
+    def __init__(self, url: str | os.PathLike[str] | None = None) -> None:
         if url is None:
             from leanloop.settings import Settings
 
@@ -149,9 +150,10 @@ class DynamicDatabase:
         from leanloop.lean.project import open_project
         from leanloop.tracing.project import trace_project
 
-        if (url is None) == (path is None):
+        source = url if url is not None else path
+        if source is None or (url is not None and path is not None):
             raise LeanloopError("give either a repository url or a local path to trace")
-        project = open_project(url if url is not None else path, commit=commit)
+        project = open_project(source, commit=commit)
         traced = trace_project(
             project, build=build, dependencies=build_deps, workers=workers, **options
         )
@@ -330,6 +332,7 @@ class DynamicDatabase:
                     raise LeanloopError("no repositories to export")
                 assignment = assign_splits(conn, [i for i, _ in resolved], split_config)
             with self._access.read() as conn:
+                assert conn is not None  # the transaction above made the schema
                 return export_merged(
                     conn, resolved, Path(output_path), assignment, progress=progress
                 )

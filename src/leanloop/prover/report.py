@@ -188,7 +188,8 @@ def environment_of(attempts: Iterable[ProofAttempt]) -> str:
         elif environment is None and attempt.status is AttemptStatus.PROVED:
             environment = "lean"
         seen.add(environment)
-    known = seen - {None}  # attempts that failed before reaching a server say nothing
+    # attempts that failed before reaching a server say nothing
+    known = {environment for environment in seen if environment is not None}
     if len(known) > 1:
         return "mixed"
     return known.pop() if known else "unknown"

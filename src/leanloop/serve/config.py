@@ -253,7 +253,11 @@ def _field_name(loc: list[str], data: dict[str, Any]) -> str:
 
 def _known_fields(loc: list[str]) -> list[str]:
     """The field names of the section ``loc`` points into."""
-    nested = {"models": ModelConfig, "lean": LeanConfig, "decoding": DecodingOptions}
+    nested: dict[str, type[BaseModel]] = {
+        "models": ModelConfig,
+        "lean": LeanConfig,
+        "decoding": DecodingOptions,
+    }
     section: type[BaseModel] = ServeConfig
     for part in loc:
         section = nested.get(part, section)

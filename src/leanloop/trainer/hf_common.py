@@ -112,7 +112,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
     # -- LeanDojo-v2 attribute names --------------------------------------------------------
 
     model_name = config_field("model_name")
-    output_dir = config_field("output_dir")  # type: ignore[assignment]
+    output_dir = config_field("output_dir")
     epochs_per_repo = config_field("epochs_per_repo")
     batch_size = config_field("batch_size")
     lr = config_field("lr")
