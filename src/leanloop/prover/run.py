@@ -292,7 +292,12 @@ def run_proofs(
                     lambda attempt, stored: record(attempt, driver_lease, stored),
                     solved if stop_at_first else None,
                     skip,
-                    database.url if shared and database is not None else None,
+                    # the password too: a URL object prints it as '***'
+                    (
+                        database.url.render_as_string(hide_password=False)
+                        if shared and database is not None
+                        else None
+                    ),
                     database,
                 )
             finally:
