@@ -16,11 +16,11 @@ export LEANLOOP_FIXTURES
 # Tests and benchmarks run on one thread per process (two cores, shared).
 THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 
-.PHONY: help run test lint format docs postgres chromium bench clean
+.PHONY: help run test lint typecheck format docs postgres chromium bench clean
 
 help:
 	@echo "make run    - install and run the main job (data, training, evaluation, search, report)"
-	@echo "make test   - install everything the tests need, lint, run the test suite"
+	@echo "make test   - install everything the tests need, lint, type-check, run the test suite"
 	@echo "make bench  - run the benchmarks under bench/"
 	@echo "make docs   - build the documentation and API reference into build/docs"
 
@@ -65,6 +65,10 @@ lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# mypy on src/, configured in pyproject.toml
+typecheck: $(VENV)/.test-deps
+	$(BIN)/mypy
+
 format: $(VENV)/.test-deps
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
@@ -75,11 +79,11 @@ docs: $(VENV)/.test-deps
 	PYTHONPATH=src $(BIN)/mkdocs build --strict
 
 # the suite on up to 2 processes (pytest-xdist): each test on one thread, as a core each
-test: $(VENV)/.test-deps postgres chromium lint docs
+test: $(VENV)/.test-deps postgres chromium lint typecheck docs
 	$(THREADS) $(BIN)/python -m pytest -n 2
 
 bench: $(VENV)/.bench-deps
 	@for script in bench/*.py; do echo "== $$script"; $(THREADS) $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf build .pytest_cache .ruff_cache
+	rm -rf build .pytest_cache .ruff_cache .mypy_cache

@@ -275,3 +275,23 @@ def test_a_benchmark_statement_is_searched_from_its_own_source(tmp_path):
     # without the source, the record (no file anywhere) cannot be started on Lean
     failed = run_proofs([theorem], prover(), lambda: Recording(provable={"a"}))
     assert failed.attempts[0].status is AttemptStatus.ERROR
+
+
+@pytest.mark.postgres
+def test_workers_reach_a_postgresql_database_with_its_password(tmp_path, pg_cluster, monkeypatch):
+    """Ray workers store their attempts in a PostgreSQL database themselves: the URL they are
+    given keeps its password (a SQLAlchemy URL prints it as '***'). The test cluster trusts
+    every login, so the password is checked as the workers would use it, not by logging in."""
+    import uuid
+
+    import leanloop.prover.run as engine
+
+    url = pg_cluster.create_database(f"test_{uuid.uuid4().hex[:12]}")
+    root, theorems = toy_project(tmp_path, ["a"])
+    handed = []
+    monkeypatch.setattr(engine, "_run_on_ray", lambda *args: handed.append(args[-2]))
+    with DynamicDatabase(url.replace("@", ":s3cret@", 1)) as database:
+        run_proofs(theorems, prover(), Toy, project_root=root, database=database, num_workers=2)
+    (given,) = handed
+    with DynamicDatabase(given) as worker_database:  # what each worker opens
+        assert worker_database.url.password == "s3cret"

@@ -5,6 +5,8 @@ Top-level names are loaded on first use, so ``import leanloop`` stays cheap.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from leanloop.lazy import lazy_exports
 
 __version__ = "0.1.0"
@@ -46,4 +48,37 @@ _EXPORTS = {
 
 __all__ = ["__version__", *_EXPORTS]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # what type checkers see; at run time a name loads on first use
+    from leanloop.agent.base_agent import BaseAgent as BaseAgent
+    from leanloop.agent.external_agent import ExternalAgent as ExternalAgent
+    from leanloop.agent.hf_agent import HFAgent as HFAgent
+    from leanloop.agent.lean_agent import LeanAgent as LeanAgent
+    from leanloop.data.leandojo.reader import LeanDojoDataset as LeanDojoDataset
+    from leanloop.data.leandojo.writer import LeanDojoWriter as LeanDojoWriter
+    from leanloop.data.records import Premise as Premise
+    from leanloop.data.records import Repository as Repository
+    from leanloop.data.records import SourceFile as SourceFile
+    from leanloop.data.records import Theorem as Theorem
+    from leanloop.data.records import TheoremStatus as TheoremStatus
+    from leanloop.data.records import TracedTactic as TracedTactic
+    from leanloop.database.dynamic import DynamicDatabase as DynamicDatabase
+    from leanloop.database.splits import SplitConfig as SplitConfig
+    from leanloop.errors import LeanloopError as LeanloopError
+    from leanloop.lean.pantograph import PantographServer as PantographServer
+    from leanloop.lean.project import open_project as open_project
+    from leanloop.lean.repl import ReplServer as ReplServer
+    from leanloop.ml.generation import TacticGenerator as TacticGenerator
+    from leanloop.prover.base import BaseProver as BaseProver
+    from leanloop.prover.config import ProverConfig as ProverConfig
+    from leanloop.prover.external import ExternalProver as ExternalProver
+    from leanloop.prover.hf import HFProver as HFProver
+    from leanloop.prover.replay import ReplayServer as ReplayServer
+    from leanloop.prover.retrieval import RetrievalProver as RetrievalProver
+    from leanloop.trainer.grpo import GRPOTrainer as GRPOTrainer
+    from leanloop.trainer.lean_reward import LeanCheckedReward as LeanCheckedReward
+    from leanloop.trainer.progress import ProgressTrainer as ProgressTrainer
+    from leanloop.trainer.retrieval import RetrievalTrainer as RetrievalTrainer
+    from leanloop.trainer.retrieval_config import TrainingConfig as TrainingConfig
+    from leanloop.trainer.sft import SFTTrainer as SFTTrainer
+else:
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

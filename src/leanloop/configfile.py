@@ -10,8 +10,9 @@ import dataclasses
 import difflib
 import json
 from collections.abc import Mapping
+from os import PathLike
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
@@ -23,7 +24,7 @@ from leanloop.errors import DataFormatError, LeanloopError
 CONFIG = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-def read_config_file(path: str | Path) -> Any:
+def read_config_file(path: str | PathLike[str]) -> Any:
     """The data in a YAML or JSON file (None for an empty file)."""
     import yaml
 
@@ -134,7 +135,7 @@ class ConfigBase:
         return cls.from_dict(read_config_file(file_path), str(file_path))
 
     @classmethod
-    def load(cls, source: str | Path | Mapping[str, Any] | Self, **overrides: Any) -> Self:
+    def load(cls, source: str | PathLike[str] | Mapping[str, Any] | Self, **overrides: Any) -> Self:
         """A configuration from a YAML/JSON file, a mapping or a configuration.
 
         Args:
@@ -151,7 +152,7 @@ class ConfigBase:
             return dataclasses.replace(source, **overrides)
         if isinstance(source, Mapping):
             return cls.from_dict({**source, **overrides})
-        data = read_config_file(source)
+        data = read_config_file(cast("str | PathLike[str]", source))  # mypy keeps Self here
         if data is not None and not isinstance(data, Mapping):
             raise LeanloopError(f"{source}: expected a mapping of field names to values")
         return cls.from_dict({**(data or {}), **overrides}, str(source))

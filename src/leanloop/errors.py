@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from os import PathLike
+
 
 class LeanloopError(Exception):
     """A problem the user can fix: one line saying what went wrong, optionally a next step.
@@ -43,7 +45,7 @@ class DataFormatError(LeanloopError):
 
     def __init__(
         self,
-        path: str,
+        path: str | PathLike[str],
         problem: str,
         *,
         line: int | None = None,

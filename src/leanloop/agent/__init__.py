@@ -7,6 +7,8 @@ Names are loaded on first use, so importing this package does not import torch."
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
@@ -33,4 +35,25 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # what type checkers see; at run time a name loads on first use
+    from leanloop.agent.base_agent import BaseAgent as BaseAgent
+    from leanloop.agent.evaluation import Evaluation as Evaluation
+    from leanloop.agent.evaluation import ProgressEvaluation as ProgressEvaluation
+    from leanloop.agent.evaluation import RetrievalEvaluation as RetrievalEvaluation
+    from leanloop.agent.evaluation import TacticEvaluation as TacticEvaluation
+    from leanloop.agent.external_agent import ExternalAgent as ExternalAgent
+    from leanloop.agent.git_branch import BranchWorkspace as BranchWorkspace
+    from leanloop.agent.hf_agent import HFAgent as HFAgent
+    from leanloop.agent.lean_agent import LeanAgent as LeanAgent
+    from leanloop.agent.lean_agent import LeanAgentConfig as LeanAgentConfig
+    from leanloop.agent.lifelong import LifelongMatrix as LifelongMatrix
+    from leanloop.agent.proving import SorryReport as SorryReport
+    from leanloop.agent.proving import SorryRow as SorryRow
+    from leanloop.agent.proving import SorryWriter as SorryWriter
+    from leanloop.agent.proving import prove_sorries as prove_sorries
+    from leanloop.agent.repositories import AgentRepository as AgentRepository
+    from leanloop.agent.sorry_filling import FillResult as FillResult
+    from leanloop.agent.sorry_filling import FillStatus as FillStatus
+    from leanloop.agent.sorry_filling import SorryFiller as SorryFiller
+else:
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

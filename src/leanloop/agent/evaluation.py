@@ -176,7 +176,7 @@ def evaluate_retrieval(
     scheme, name = split_name(split)
     model = PremiseRetriever.load(chosen, device=detect_hardware().device, freeze=True)
     metrics = evaluate_retriever(
-        model, dataset, scheme=scheme, split=name, k=k, batch_size=batch_size
+        model, os.fspath(dataset), scheme=scheme, split=name, k=k, batch_size=batch_size
     )
     return RetrievalEvaluation(
         checkpoint=str(chosen),
@@ -235,20 +235,22 @@ class EvaluationConfig(ConfigBase):
 
     checkpoint: Path = Field(description="A trainer's output_dir or one of its checkpoints.")
     dataset: Path | None = Field(
-        None,
+        default=None,
         description="A LeanDojo-format export (None: the database's repositories, exported first).",
     )
-    split: str = Field("test", description="The split: test, val, train or SCHEME/SPLIT.")
+    split: str = Field(default="test", description="The split: test, val, train or SCHEME/SPLIT.")
     k: int | None = Field(
-        None,
+        default=None,
         ge=1,
         description="Tactics: candidates per state (None: 8). Retrieval: premises ranked per "
         "step, at least 10 (None: 100).",
     )
     max_steps: int | None = Field(
-        None, ge=1, description="Tactic steps (or progress rows) evaluated at most (None: all)."
+        default=None,
+        ge=1,
+        description="Tactic steps (or progress rows) evaluated at most (None: all).",
     )
-    batch_size: int = Field(32, ge=1, description="Retrieval: texts embedded per batch.")
+    batch_size: int = Field(default=32, ge=1, description="Retrieval: texts embedded per batch.")
 
 
 def evaluate_checkpoint(kind: Kind, config: EvaluationConfig) -> Evaluation:

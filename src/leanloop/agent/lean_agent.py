@@ -121,11 +121,14 @@ class RepositorySpec(ConfigBase):
     """One repository to set up: a git ``url`` at ``commit``, a local ``path``, or a LeanDojo
     ``dataset``."""
 
-    url: str | None = Field(None, description="A git URL (needs commit); traced with Lean.")
-    commit: str | None = Field(None, description="The commit of url.")
-    path: str | None = Field(None, description="A local Lean project directory; traced with Lean.")
+    url: str | None = Field(default=None, description="A git URL (needs commit); traced with Lean.")
+    commit: str | None = Field(default=None, description="The commit of url.")
+    path: str | None = Field(
+        default=None, description="A local Lean project directory; traced with Lean."
+    )
     dataset: str | None = Field(
-        None, description="A LeanDojo-format dataset directory or split file (no Lean needed)."
+        default=None,
+        description="A LeanDojo-format dataset directory or split file (no Lean needed).",
     )
 
     @model_validator(mode="after")
@@ -138,10 +141,11 @@ class RepositorySpec(ConfigBase):
         return self
 
     def setup(self, agent: BaseAgent) -> list[Repository]:
-        if self.url is not None:
+        if self.url is not None and self.commit is not None:  # given together (checked)
             return [agent.setup_github_repository(self.url, self.commit)]
         if self.path is not None:
             return [agent.setup_local_repository(self.path)]
+        assert self.dataset is not None  # exactly one source is given (checked)
         return agent.setup_dataset(self.dataset)
 
 
@@ -158,21 +162,22 @@ class LeanAgentConfig(ConfigBase):
         default_factory=ProverConfig, description="Search budgets of prove() (ProverConfig)."
     )
     database: str | None = Field(
-        None, description="SQLite file or postgresql:// URL (None: leanloop's default database)."
+        default=None,
+        description="SQLite file or postgresql:// URL (None: leanloop's default database).",
     )
     generator: str | None = Field(
-        None, description="The tactic generator of the prover (needed to prove)."
+        default=None, description="The tactic generator of the prover (needed to prove)."
     )
     data_path: Path | None = Field(
-        None, description="Where the merged export goes (None: <training.output_dir>/data)."
+        default=None, description="Where the merged export goes (None: <training.output_dir>/data)."
     )
-    train: bool = Field(True, description="Train on the repositories.")
-    prove: bool = Field(True, description="Prove the repositories' open sorries.")
+    train: bool = Field(default=True, description="Train on the repositories.")
+    prove: bool = Field(default=True, description="Prove the repositories' open sorries.")
     mode: ProofMode = Field(
-        ProofMode.SEARCH, description="How prove() proves: search, or whole (whole proofs)."
+        default=ProofMode.SEARCH, description="How prove() proves: search, or whole (whole proofs)."
     )
     branch: str | None = Field(
-        None, description="Commit written proofs on this new git branch of each project."
+        default=None, description="Commit written proofs on this new git branch of each project."
     )
 
     @classmethod

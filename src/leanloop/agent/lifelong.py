@@ -62,9 +62,10 @@ class LifelongMatrix(BaseModel):
     def backward_transfer(self) -> float | None:
         last = len(self.recall) - 1
         values = [
-            self.recall[last][j] - self.recall[j][j]
+            final - first
             for j in range(last)
-            if self.recall[last][j] is not None and self.recall[j][j] is not None
+            if (final := self.recall[last][j]) is not None
+            and (first := self.recall[j][j]) is not None
         ]
         return statistics.fmean(values) if values else None
 
@@ -74,7 +75,7 @@ class LifelongMatrix(BaseModel):
         values = []
         for j in range(last):
             final = self.recall[last][j]
-            earlier = [self.recall[i][j] for i in range(j, last) if self.recall[i][j] is not None]
+            earlier = [r for i in range(j, last) if (r := self.recall[i][j]) is not None]
             if final is not None and earlier:
                 values.append(max(earlier) - final)
         return statistics.fmean(values) if values else None

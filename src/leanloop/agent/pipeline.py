@@ -257,7 +257,7 @@ def generator_track(
     quiet_libraries()
     started = time.perf_counter()
     export = out / "export"
-    decoding = {"method": "beam", "max_new_tokens": config.eval_max_new_tokens}
+    decoding: dict[str, Any] = {"method": "beam", "max_new_tokens": config.eval_max_new_tokens}
     say(f"tactic generator: accuracy of {config.generator_model} before training ...")
     base = TacticGenerator(config.generator_model, device="cpu")
     before = evaluate_tactics(
@@ -361,9 +361,9 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
     source = config.lean_project or _example_project()
     if source is None:
         return LeanResults(status="skipped", reason="no example Lean project found")
-    report = diagnose(None)
-    if not report.ok:
-        missing = ", ".join(c.name for c in report.missing())
+    toolchain = diagnose(None)
+    if not toolchain.ok:
+        missing = ", ".join(c.name for c in toolchain.missing())
         reason = (
             f"no Lean toolchain here ({missing} missing): the example project is neither traced "
             "nor proved; install elan (https://github.com/leanprover/elan) and see "

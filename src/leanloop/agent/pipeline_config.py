@@ -16,55 +16,78 @@ class RunConfig(ConfigBase):
     """What ``leanloop run`` does, step by step (every budget is wall-clock seconds)."""
 
     data: Path | None = Field(
-        None,
+        default=None,
         description="A LeanDojo-format dataset (default: $LEANLOOP_FIXTURES/"
         "leandojo_benchmark_4, else the official LeanDojo Benchmark 4 where it can be "
         "downloaded).",
     )
     output: Path = Field(
-        Path("build/run"), description="Where the database, the export, models and report go."
+        default=Path("build/run"),
+        description="Where the database, the export, models and report go.",
     )
     database: str | None = Field(
-        None, description="The database (a SQLite file or URL; default: output/leanloop.db)."
+        default=None,
+        description="The database (a SQLite file or URL; default: output/leanloop.db).",
     )
-    val: float | int = Field(0.1, description="Validation theorems: a fraction or a count.")
-    test: float | int = Field(0.1, description="Test theorems: a fraction or a count.")
-    seed: int = Field(3407, description="Seed of the splits and of every model's training.")
+    val: float | int = Field(default=0.1, description="Validation theorems: a fraction or a count.")
+    test: float | int = Field(default=0.1, description="Test theorems: a fraction or a count.")
+    seed: int = Field(default=3407, description="Seed of the splits and of every model's training.")
 
     retriever_model: str = Field(
-        "all-minilm-l6-v2", description="The premise retriever's encoder (packaged on PyPI)."
+        default="all-minilm-l6-v2",
+        description="The premise retriever's encoder (packaged on PyPI).",
     )
-    retriever_seconds: float = Field(150, gt=0, description="Training time of the retriever.")
-    retriever_batch_size: int = Field(8, ge=1, description="Retriever training batch.")
-    retriever_max_seq_len: int = Field(128, ge=16, description="Tokens of a state or premise.")
+    retriever_seconds: float = Field(
+        default=150, gt=0, description="Training time of the retriever."
+    )
+    retriever_batch_size: int = Field(default=8, ge=1, description="Retriever training batch.")
+    retriever_max_seq_len: int = Field(
+        default=128, ge=16, description="Tokens of a state or premise."
+    )
 
     generator_model: str = Field(
-        "smollm2-135m-instruct",
+        default="smollm2-135m-instruct",
         description="The tactic generator's base model (SmolLM2-135M-Instruct, packaged).",
     )
-    generator_seconds: float = Field(150, gt=0, description="Training time of the generator.")
-    generator_batch_size: int = Field(2, ge=1, description="Generator training batch.")
-    generator_lr: float = Field(2e-4, gt=0, description="Learning rate of the LoRA adapter.")
-    lora_r: int = Field(16, ge=1, description="LoRA rank of the generator's adapter.")
+    generator_seconds: float = Field(
+        default=150, gt=0, description="Training time of the generator."
+    )
+    generator_batch_size: int = Field(default=2, ge=1, description="Generator training batch.")
+    generator_lr: float = Field(
+        default=2e-4, gt=0, description="Learning rate of the LoRA adapter."
+    )
+    lora_r: int = Field(default=16, ge=1, description="LoRA rank of the generator's adapter.")
 
     eval_steps: int = Field(
-        10, ge=1, description="Test tactic steps the generator is evaluated on (before/after)."
+        default=10,
+        ge=1,
+        description="Test tactic steps the generator is evaluated on (before/after).",
     )
-    eval_k: int = Field(4, ge=1, description="Candidates per state in tactic accuracy and search.")
-    eval_max_new_tokens: int = Field(48, ge=8, description="Tokens generated per candidate.")
+    eval_k: int = Field(
+        default=4, ge=1, description="Candidates per state in tactic accuracy and search."
+    )
+    eval_max_new_tokens: int = Field(
+        default=48, ge=8, description="Tokens generated per candidate."
+    )
 
     search_theorems: int = Field(
-        12, ge=0, description="Test theorems searched with the trained generator (replayed)."
+        default=12,
+        ge=0,
+        description="Test theorems searched with the trained generator (replayed).",
     )
-    search_expansions: int = Field(4, ge=1, description="Expansions per theorem in that search.")
-    search_seconds: float = Field(30, gt=0, description="Time per theorem in that search.")
+    search_expansions: int = Field(
+        default=4, ge=1, description="Expansions per theorem in that search."
+    )
+    search_seconds: float = Field(default=30, gt=0, description="Time per theorem in that search.")
 
     lean_project: Path | None = Field(
-        None,
+        default=None,
         description="Where Lean is installed: a Lean project whose sorries are traced and "
         "proved (default: examples/lean-project of a leanloop checkout; it is copied first).",
     )
-    quick: bool = Field(False, description="The one-minute version (see RunConfig.quick_run).")
+    quick: bool = Field(
+        default=False, description="The one-minute version (see RunConfig.quick_run)."
+    )
 
     def quick_run(self) -> RunConfig:
         """The same job at the size of a first look: a tiny generator (tinycoder), seconds of

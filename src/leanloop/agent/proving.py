@@ -57,24 +57,31 @@ class SorryRow(BaseModel):
     commit: str
     outcome: str
     status: AttemptStatus = Field(description="How the stored attempt ended.")
-    proof: str | None = Field(None, description="The proof written, or found and not written.")
-    proof_length: int = Field(
-        0, description="Tactics of a search proof, non-blank lines of a whole proof; 0: none."
+    proof: str | None = Field(
+        default=None, description="The proof written, or found and not written."
     )
-    seconds: float = Field(0.0, description="Time of the search (or whole-proof mode).")
-    check_seconds: float = Field(0.0, description="Time Lean took to check the whole file.")
+    proof_length: int = Field(
+        default=0,
+        description="Tactics of a search proof, non-blank lines of a whole proof; 0: none.",
+    )
+    seconds: float = Field(default=0.0, description="Time of the search (or whole-proof mode).")
+    check_seconds: float = Field(default=0.0, description="Time Lean took to check the whole file.")
     lean_seconds: float = 0.0
     model_seconds: float = 0.0
     expansions: int = 0
-    detail: str | None = Field(None, description="Why it ended so (an error, Lean's reason).")
-    git_commit: str | None = Field(None, description="The commit on the branch, if any.")
+    detail: str | None = Field(
+        default=None, description="Why it ended so (an error, Lean's reason)."
+    )
+    git_commit: str | None = Field(default=None, description="The commit on the branch, if any.")
     working_tree: str | None = Field(
-        None,
+        default=None,
         description="On a branch: whether your working tree's file got the proof too "
         "('written') or was left because it differs from the branch ('left').",
     )
-    backup: str | None = Field(None, description="The copy of the file before it was written.")
-    axioms: list[str] | None = Field(None, description="The axioms Lean's audit reported.")
+    backup: str | None = Field(
+        default=None, description="The copy of the file before it was written."
+    )
+    axioms: list[str] | None = Field(default=None, description="The axioms Lean's audit reported.")
 
 
 class SorryReport(BaseModel):
@@ -179,11 +186,11 @@ class SorryReport(BaseModel):
                 detail,
             ]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        proofs = [row for row in self.rows if row.proof]
+        proofs = [(row, row.proof) for row in self.rows if row.proof]
         if proofs:
             lines += ["", "## Proofs", ""]
-            for row in proofs:
-                lines += [f"### `{row.full_name}` ({row.outcome})", "", "```lean", row.proof, "```"]
+            for row, proof in proofs:
+                lines += [f"### `{row.full_name}` ({row.outcome})", "", "```lean", proof, "```"]
                 lines.append("")
         return "\n".join(lines).rstrip() + "\n"
 
@@ -326,9 +333,11 @@ def prove_sorries(
     started_at = datetime.now(UTC)
     started = time.perf_counter()
     root = Path(project_root).expanduser().resolve() if project_root is not None else None
-    if servers is None and root is None:
-        raise LeanloopError("prove_sorries needs servers (a pool or a factory) or a project_root")
     if servers is None:
+        if root is None:
+            raise LeanloopError(
+                "prove_sorries needs servers (a pool or a factory) or a project_root"
+            )
         servers = _launcher(root, prover.config)
     workspace = _workspace(branch, root)
     writer = None
@@ -377,8 +386,8 @@ def prove_sorries(
     )
     skipped = {(a.key, a.commit) for a in outcome.skipped}
     latest: dict[tuple, ProofAttempt] = {}
-    for attempt in [*outcome.skipped, *outcome.new]:
-        latest[(attempt.key, attempt.commit)] = attempt
+    for made in [*outcome.skipped, *outcome.new]:
+        latest[(made.key, made.commit)] = made
     fills = writer.results if writer is not None else {}
     made_now = {(a.key, a.commit) for a in outcome.new}
     for theorem in theorems:

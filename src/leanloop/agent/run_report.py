@@ -30,12 +30,12 @@ class RetrieverResults(BaseModel):
 
     test_steps: int
     pool: str | None = Field(
-        None,
+        default=None,
         description="Where the candidates came from: corpus.jsonl, or without one the premises "
         "of the train split's proofs ('train split'); None in reports written before it was "
         "recorded.",
     )
-    pool_premises: int | None = Field(None, description="Premises in the candidate pool.")
+    pool_premises: int | None = Field(default=None, description="Premises in the candidate pool.")
     bm25: dict[str, float]
     untrained: dict[str, float]
     trained: dict[str, float]

@@ -166,8 +166,8 @@ def _run_whole(
     report = BenchmarkReport.of(run, bench.name)
     out.print(f"run {run_name}: {report.verdicts}", highlight=False)
     out.print(report.summary(), highlight=False)
-    for note in report.notes:
-        out.print(f"note: {note}", highlight=False)
+    for remark in report.notes:
+        out.print(f"note: {remark}", highlight=False)
     slug = re.sub(r"[^\w.-]+", "_", run_name).strip("_") or "run"
     directory = write_report(run, report, request.out / slug)
     err_console.print(f"report: {directory}/report.md (.json, .png, verified.jsonl)")

@@ -98,7 +98,7 @@ def select_repositories(database: DynamicDatabase, specs: list[str]) -> list[Rep
     known = database.get_repositories()
     if not specs:
         return known
-    chosen = []
+    chosen: list[Repository] = []
     for spec in specs:
         name, _, commit = spec.partition("@")
         matches = [
@@ -191,13 +191,14 @@ def command_settings(
     from leanloop.errors import DataFormatError
 
     # an option named like a pydantic attribute ('json') is a field with that alias
+    definitions: dict[str, Any] = {
+        (f"{name}_" if hasattr(BaseModel, name) else name): (kind, Field(default, alias=name))
+        for name, (kind, default) in fields.items()
+    }
     model = create_model(
         "CommandSettings",
         __config__=ConfigDict(extra="forbid", populate_by_name=True),
-        **{
-            (f"{name}_" if hasattr(BaseModel, name) else name): (kind, Field(default, alias=name))
-            for name, (kind, default) in fields.items()
-        },
+        **definitions,
     )
     values: dict[str, Any] = {}
     where: str = "the command line"

@@ -5,7 +5,7 @@ LeanDojo-format export (or of the database's repositories, exported first), conf
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -20,6 +20,9 @@ from leanloop.cli.common import (
     select_repositories,
     user_path,
 )
+
+if TYPE_CHECKING:
+    from leanloop.agent.evaluation import Kind
 
 app = new_app(help="Evaluate a trained checkpoint on the test split of an export.")
 
@@ -76,7 +79,7 @@ MAX_STEPS_OPTION = typer.Option(
 JSON_OPTION = typer.Option(False, "--json", help="Print the result as one JSON object.")
 
 
-def _evaluate(kind: str, config, db, data, repo, json_out: bool, **options: Any) -> None:
+def _evaluate(kind: Kind, config, db, data, repo, json_out: bool, **options: Any) -> None:
     from leanloop.agent.evaluation import EvaluationConfig, evaluate_checkpoint
 
     settings, _ = load_config(EvaluationConfig, config, options)

@@ -210,7 +210,11 @@ def prove(
     prover_config = config is not None and (benchmark is None or mode is ProofMode.SEARCH)
     request = ProveRequest(
         generator=generator or ("recorded" if replay else None),
-        settings=ProverConfig.from_yaml(user_path(config)) if prover_config else ProverConfig(),
+        settings=(
+            ProverConfig.from_yaml(user_path(config))
+            if prover_config and config is not None
+            else ProverConfig()
+        ),
         mode=mode,
         db=db,
         run=run,
@@ -222,6 +226,7 @@ def prove(
         json_lines=json_lines,
         out=user_path(out),
     )
+    given: object  # options of several types, checked below
     if benchmark is not None:
         from leanloop.cli.benchmark_cmd import BenchmarkRequest, prove_benchmark
 
@@ -498,7 +503,7 @@ def _theorems(dataset_dir: Path, split: str, *, replay: bool, limit: int | None)
             f"{dataset_dir}: no split {split!r} (found: {found})",
             hint="--split test, val, train or SCHEME/SPLIT such as random/test",
         )
-    schemes = sorted({f.scheme for f in files})
+    schemes = sorted({f.scheme for f in files if f.scheme is not None})
     if not scheme and len(schemes) > 1:  # one scheme's split, not several mixed together
         chosen = "random" if "random" in schemes else schemes[0]
         files = [f for f in files if f.scheme == chosen]

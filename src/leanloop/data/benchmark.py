@@ -30,17 +30,17 @@ class BenchmarkProblem(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str = Field(min_length=1, description="The theorem's name, unique in the benchmark.")
-    split: str = Field("test", description="valid or test (a .lean file's problems: test).")
-    header: str = Field("", description="Imports and options before the statement.")
-    informal_prefix: str = Field("", description="The statement in words, as a comment.")
+    split: str = Field(default="test", description="valid or test (a .lean file's problems: test).")
+    header: str = Field(default="", description="Imports and options before the statement.")
+    informal_prefix: str = Field(default="", description="The statement in words, as a comment.")
     formal_statement: str = Field(
         min_length=1, description="The Lean statement, ending with ':= by' (or ':=')."
     )
-    goal: str | None = Field(None, description="The first goal as Lean prints it.")
-    formal_proof: str | None = Field(None, description="A known proof (few-shot files).")
-    line: int = Field(0, description="Where the problem is in its file (1-based line).")
+    goal: str | None = Field(default=None, description="The first goal as Lean prints it.")
+    formal_proof: str | None = Field(default=None, description="A known proof (few-shot files).")
+    line: int = Field(default=0, description="Where the problem is in its file (1-based line).")
     id: str = Field(
-        "",
+        default="",
         description="The problem's key in its benchmark: its name, or, for a name used again "
         "further down the file (ProofNet repeats some across textbooks), name@L<line>.",
     )
@@ -285,7 +285,7 @@ def _read_lean(path: Path) -> Iterator[BenchmarkProblem]:
         if declaration.code_start.offset < declaration.start.offset:
             informal = text[declaration.code_start.offset : declaration.start.offset]
         yield BenchmarkProblem(
-            name=declaration.full_name,  # type: ignore[arg-type]
+            name=declaration.full_name,
             split="test",
             header=header,
             informal_prefix=informal,

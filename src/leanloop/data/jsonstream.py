@@ -12,7 +12,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,13 @@ def unstorable_text(value: Any, path: str = "") -> tuple[str, str] | None:
     """The first string in ``value`` (field path, problem) holding a NUL character or a lone
     UTF-16 surrogate, which neither UTF-8 files nor PostgreSQL can hold; None when clean."""
     if isinstance(value, str):
-        found = _UNSTORABLE.search(value)
-        if found is None:
+        match = _UNSTORABLE.search(value)
+        if match is None:
             return None
-        char = found.group()
+        char = match.group()
         what = "a NUL character" if char == "\x00" else f"a lone surrogate (\\u{ord(char):04x})"
         return path, f"contains {what}, which cannot be stored as text"
+    items: Iterable[tuple[Any, Any]]
     if isinstance(value, dict):
         items = value.items()
     elif isinstance(value, list | tuple):

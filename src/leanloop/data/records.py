@@ -351,30 +351,32 @@ class ProofAttempt(_Record):
     commit: str
     file_path: str
     full_name: str
-    attempt: int = Field(0, ge=0, description="Which attempt on this theorem (for pass@k).")
+    attempt: int = Field(default=0, ge=0, description="Which attempt on this theorem (for pass@k).")
     status: AttemptStatus
-    proof: tuple[str, ...] | None = Field(None, description="The tactics, or a whole proof.")
+    proof: tuple[str, ...] | None = Field(
+        default=None, description="The tactics, or a whole proof."
+    )
     prover: str = ""
-    expansions: int = Field(0, ge=0)
-    tree_size: int = Field(0, ge=0)
-    seconds: float = Field(0.0, ge=0)
-    lean_seconds: float = Field(0.0, ge=0)
-    model_seconds: float = Field(0.0, ge=0)
+    expansions: int = Field(default=0, ge=0)
+    tree_size: int = Field(default=0, ge=0)
+    seconds: float = Field(default=0.0, ge=0)
+    lean_seconds: float = Field(default=0.0, ge=0)
+    model_seconds: float = Field(default=0.0, ge=0)
     error: str | None = None
     axioms: tuple[str, ...] | None = Field(
-        None, description="The axioms Lean's audit reported the proof depends on."
+        default=None, description="The axioms Lean's audit reported the proof depends on."
     )
     environment: Literal["lean", "replay", "recorded"] | None = Field(
-        None,
+        default=None,
         description="Where it ran: 'lean' (a Lean server checked it now), 'replay' (recorded "
         "steps, no Lean) or 'recorded' (a verdict Lean gave earlier on the same code); None for "
         "attempts stored before leanloop recorded it.",
     )
     tokens: int | None = Field(
-        None, ge=0, description="Tokens the model generated for it (when the model says)."
+        default=None, ge=0, description="Tokens the model generated for it (when the model says)."
     )
     worker: str | None = Field(
-        None,
+        default=None,
         description="Where it ran: the host, and the Ray node when it ran on a Ray worker.",
     )
 

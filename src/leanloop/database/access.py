@@ -89,7 +89,7 @@ class DatabaseAccess:
         """Add the tables and columns the versions after the database's own added (nothing
         else changes)."""
         found = int(
-            conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version")).scalar()
+            conn.execute(sa.select(meta.c.value).where(meta.c.key == "schema_version")).scalar_one()
         )
         for version in range(found + 1, SCHEMA_VERSION + 1):
             metadata.create_all(conn, tables=list(ADDED_IN.get(version, ())))
@@ -146,7 +146,7 @@ class DatabaseAccess:
                 yield conn
         except BaseException:
             self._schema_ready_in = None
-            if created is not None:
+            if path is not None and created is not None:  # created only with a path
                 self.close()
                 _remove_if_untouched(path, created)
             raise

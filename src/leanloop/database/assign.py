@@ -210,7 +210,7 @@ def assign_splits(
     stored = stored_split_settings(conn)
     result = Assignment(exported=exported, splits={}, copies=len(candidates) - len(groups))
     premises = None
-    fresh_rows = []
+    fresh_rows: list[tuple[str, str, str]] = []
     for scheme in SCHEMES:
         have = existing[scheme]
         old = {k: have[k] for k in keys if k in have}

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from leanloop.data.records import TheoremStatus
 
@@ -60,6 +60,10 @@ class Thresholds:
     easy_max: float
     medium_max: float
 
+    @overload
+    def categorize(self, difficulty: float) -> Difficulty: ...
+    @overload
+    def categorize(self, difficulty: None) -> None: ...
     def categorize(self, difficulty: float | None) -> Difficulty | None:
         if difficulty is None:
             return None
@@ -79,7 +83,10 @@ def thresholds(difficulties: Iterable[tuple[float | None, int]]) -> Thresholds |
     counts = sorted(finite.items())
     if not counts:
         return None
-    return Thresholds(weighted_percentile(counts, 33), weighted_percentile(counts, 67))
+    low, high = weighted_percentile(counts, 33), weighted_percentile(counts, 67)
+    if low is None or high is None:  # every count is 0
+        return None
+    return Thresholds(low, high)
 
 
 class CurriculumRow(NamedTuple):
@@ -89,7 +96,7 @@ class CurriculumRow(NamedTuple):
     name: str
     num_steps: int
     status: str
-    count: int
+    count: int  # type: ignore[assignment]  # the field hides tuple.count, as meant
 
 
 @dataclass
@@ -114,11 +121,11 @@ def rank_repositories(
 ) -> tuple[list[RepositoryDifficulty], Thresholds | None]:
     """Order repositories, easiest first, from rows of theorems grouped by repository, number
     of steps and status."""
-    rows = [CurriculumRow(*row) for row in rows]
-    rated = [(log_difficulty(r.num_steps, r.status, rate=rate), r.count) for r in rows]
+    table = [CurriculumRow(*row) for row in rows]
+    rated = [(log_difficulty(r.num_steps, r.status, rate=rate), r.count) for r in table]
     limits = thresholds(rated)
     repos: dict[int, RepositoryDifficulty] = {}
-    for row, (difficulty, _) in zip(rows, rated, strict=True):
+    for row, (difficulty, _) in zip(table, rated, strict=True):
         entry = repos.get(row.repository_id)
         if entry is None:
             entry = repos[row.repository_id] = RepositoryDifficulty(row.repository_id, row.name)

@@ -3,6 +3,7 @@ on SQLite or PostgreSQL; a facade over loading, queries, export and statistics."
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
@@ -53,7 +54,7 @@ class DynamicDatabase:
             not installed.
     """
 
-    def __init__(self, url: str | Path | None = None) -> None:
+    def __init__(self, url: str | os.PathLike[str] | None = None) -> None:
         if url is None:
             from leanloop.settings import Settings
 
@@ -221,19 +222,19 @@ class DynamicDatabase:
         from leanloop.lean.project import is_remote, open_project
         from leanloop.tracing.project import trace_project
 
-        if (url is None) == (path is None):
+        source = url if url is not None else path
+        if source is None or (url is not None and path is not None):
             raise LeanloopError("give either a repository url or a local path to trace")
-        spec = url if url is not None else path
         # a local project as it is costs nothing to open, and a wrong path is said first; a
         # URL or a commit of a local project is cloned, which waits for the checks
-        project = open_project(spec) if commit is None and not is_remote(spec) else None
+        project = open_project(source) if commit is None and not is_remote(source) else None
         if options.get("server_factory") is None:
             from leanloop.lean.toolchain import require_tools
 
             require_tools()
         self.check()
         if project is None:
-            project = open_project(spec, commit=commit)
+            project = open_project(source, commit=commit)
         traced = trace_project(
             project, build=build, dependencies=build_deps, workers=workers, **options
         )
@@ -543,6 +544,7 @@ class DynamicDatabase:
             if progress is not None:  # the splits are stored: the writing starts
                 progress(0, len(assignment.exported))
             with self._access.read() as conn:
+                assert conn is not None  # the transaction above made the schema
                 return export_merged(
                     conn, resolved, Path(output_path), assignment, progress=progress
                 )

@@ -33,11 +33,11 @@ _SQLITE_BUSY_MS = 60_000
 _SUPPORTED = ("sqlite", "postgresql")
 
 
-def resolve_url(target: str | Path) -> URL:
+def resolve_url(target: str | os.PathLike[str]) -> URL:
     """A SQLAlchemy URL for ``target``: a URL as given, or a path to a SQLite file (``~`` is
     expanded). ``postgresql://`` without a driver uses psycopg (version 3) when psycopg2 is not
     installed. Databases other than SQLite and PostgreSQL are refused."""
-    text = str(target)
+    text = os.fspath(target) if isinstance(target, os.PathLike) else str(target)
     if not text.strip():
         raise DatabaseError(
             "the database is an empty string", hint="give a SQLite file path or a database URL"

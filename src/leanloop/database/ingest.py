@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -127,7 +128,7 @@ class Ingest:
                     .values(lean_version=repo.lean_version)
                 )
         else:
-            repo_id = self.conn.execute(
+            inserted = self.conn.execute(
                 repositories.insert().values(
                     url=repo.url,
                     identity=repo.identity,
@@ -137,7 +138,9 @@ class Ingest:
                     added_at=datetime.now(UTC),
                     source=source,
                 )
-            ).inserted_primary_key[0]
+            ).inserted_primary_key
+            assert inserted is not None  # one row inserted
+            repo_id = inserted[0]
             self.counts.repositories_added += 1
             self.counts.repositories.append(repo)
         self._repo_ids[ident] = repo_id
@@ -200,7 +203,9 @@ class Ingest:
                 )
             )
         }
-        fresh, premise_rows, seen = [], [], set()
+        fresh: list[dict[str, Any]] = []
+        premise_rows: list[tuple] = []
+        seen: set[str] = set()
         for source in batch:
             if source.path in seen:
                 continue

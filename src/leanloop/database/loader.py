@@ -144,7 +144,7 @@ def _import_leandojo(
     for done, item in enumerate(items, start=1):
         key = item.key
         ident = (key, str(item.raw.get("commit"))) if key is not None else None
-        if ident is not None and ident in seen:
+        if key is not None and ident in seen:  # ident is None just when key is
             if seen[ident] != _content_hash(item.raw):
                 ingest.counts.duplicates_conflicting += 1
                 if len(ingest.counts.duplicate_examples) < 5:

@@ -11,10 +11,11 @@ import contextlib
 import itertools
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.compiler import SQLCompiler
 
 _cursor_names = itertools.count()
 
@@ -32,12 +33,15 @@ def _driver_errors(conn: Connection, statement: str) -> Iterator[None]:
         raise sa.exc.DBAPIError.instance(statement, None, exc, dbapi.Error) from exc
 
 
-def _compile(conn: Connection, statement: sa.Executable) -> tuple[str, Any]:
+def _compile(conn: Connection, statement: sa.ClauseElement) -> tuple[str, Any]:
     """SQL text and parameters of ``statement`` in the driver's parameter style."""
-    compiled = statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    compiled = cast(  # a statement's compiler is a SQLCompiler
+        SQLCompiler,
+        statement.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True}),
+    )
     params = compiled.construct_params()
-    if compiled.positional:
-        return str(compiled), tuple(params[name] for name in compiled.positiontup)
+    if compiled.positional:  # then positiontup is set
+        return str(compiled), tuple(params[name] for name in compiled.positiontup or ())
     return str(compiled), params
 
 
@@ -47,8 +51,8 @@ def _row_type(names: tuple[str, ...]):
 
 
 def iter_rows(
-    conn: Connection, statement: sa.Executable, batch: int = 5000, *, named: bool = True
-) -> Iterator[tuple]:
+    conn: Connection, statement: sa.ClauseElement, batch: int = 5000, *, named: bool = True
+) -> Iterator[Any]:
     """The rows of a select as named tuples (plain tuples, in the select's column order, when
     not ``named``), fetched ``batch`` at a time (with a server-side cursor on PostgreSQL, so
     memory holds one batch)."""
@@ -83,7 +87,7 @@ def insert_many(
     compiled = statement.compile(dialect=conn.dialect)
     sql = str(compiled)
     if compiled.positional:
-        order = [columns.index(name) for name in compiled.positiontup]
+        order = [columns.index(name) for name in compiled.positiontup or ()]
         params: Any = (
             rows
             if order == list(range(len(columns)))

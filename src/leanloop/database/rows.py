@@ -155,7 +155,7 @@ class ProofRows:
     tactics: list[tuple[Any, list[Any]]]
 
 
-def stream(conn: Connection, query: sa.Executable, batch: int = 5000) -> Iterator[tuple]:
+def stream(conn: Connection, query: sa.ClauseElement, batch: int = 5000) -> Iterator[Any]:
     """The rows of ``query`` as named tuples, fetched in batches (a server-side cursor on
     PostgreSQL); the connection stays usable for writes."""
     return iter_rows(conn, query, batch)

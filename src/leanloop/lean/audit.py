@@ -146,7 +146,7 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
     if own:
         where = f"line {own[0].line}: " if own[0].line is not None else ""
         return Judgement(Outcome.REJECTED, f"Lean rejected it: {where}{_first_line(own[0])}")
-    before = [m for m in errors if m.line < audited.first_line]
+    before = [m for m in errors if m.line is not None and m.line < audited.first_line]
     if before:
         return Judgement(
             Outcome.BROKEN,

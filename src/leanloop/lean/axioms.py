@@ -163,12 +163,12 @@ class AxiomPolicy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     allowed: frozenset[str] = Field(
-        STANDARD_AXIOMS,
+        default=STANDARD_AXIOMS,
         description="Axioms a proof may depend on, compared with the full names Lean prints "
         "(choice printed under 'open Classical' is not Classical.choice).",
     )
     allow_native: bool = Field(
-        False,
+        default=False,
         description="Also accept the axioms of native code (native_decide, decide +native, "
         "bv_decide): the compiler is then trusted.",
     )

@@ -161,7 +161,7 @@ def goal_statement(goal: Goal, *, implicit: bool = False) -> Statement:
 
     first_let = next((i for i, h in enumerate(goal.hypotheses) if h.value is not None), None)
     split = len(goal.hypotheses) if first_let is None else first_let
-    binders = []
+    binders: list[str] = []
     open_, close = ("{", "}") if implicit else ("(", ")")
     for hypothesis in goal.hypotheses[:split]:
         typ = rename(hypothesis.type)

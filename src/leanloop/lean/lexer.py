@@ -4,6 +4,7 @@ and name literals, nested and doc comments, and symbols, each with its position.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -310,7 +311,7 @@ def is_unterminated(token: Token) -> bool:
     return False
 
 
-def hash_word(tokens: list[Token], index: int) -> str | None:
+def hash_word(tokens: Sequence[Token], index: int) -> str | None:
     """The word spelt right after the ``#`` at ``tokens[index]`` (``#check`` -> ``check``), or
     None when that token is not such a ``#``."""
     token = tokens[index]

@@ -349,8 +349,7 @@ def _forbidden(tokens: Sequence[Token]) -> Refusal | None:
             if token.text == "@[":
                 for name_token in _attribute_names(tokens, index):
                     _check_attribute(name_token, refuse)
-            elif hash_word(tokens, index) in HASH_COMMANDS:
-                hashed = hash_word(tokens, index)
+            elif (hashed := hash_word(tokens, index)) is not None and hashed in HASH_COMMANDS:
                 refuse(RefusalCode.METAPROGRAM, token, f"#{hashed} {HASH_COMMANDS[hashed]}")
     for code in _PRIORITY:
         if code in found:

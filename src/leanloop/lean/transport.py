@@ -280,10 +280,11 @@ class ProcessTransport(Transport):
         """Resident memory of the process and its children, in MB."""
         import psutil
 
-        if not self.alive:
+        popen = self._process
+        if popen is None or not self.alive:
             return 0.0
         try:
-            root = psutil.Process(self._process.pid)
+            root = psutil.Process(popen.pid)
             processes = [root, *root.children(recursive=True)]
         except psutil.Error:
             return 0.0

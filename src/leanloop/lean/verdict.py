@@ -19,8 +19,10 @@ class Verdict(StrEnum):
 
 
 class _MessageLike(Protocol):
-    severity: str
-    data: str
+    @property
+    def severity(self) -> str: ...
+    @property
+    def data(self) -> str: ...
 
 
 def is_sorry_warning(message: _MessageLike) -> bool:

@@ -67,13 +67,13 @@ class DecodingOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: Literal["beam", "sample", "greedy"] = "beam"
-    num_beams: int | None = Field(None, ge=1)
-    num_samples: int | None = Field(None, ge=1)
-    temperature: float = Field(1.0, gt=0)
-    top_p: float = Field(1.0, gt=0, le=1)
-    max_new_tokens: int = Field(128, ge=1)
-    max_prompt_tokens: int | None = Field(2048, ge=1)
-    batch_size: int = Field(8, ge=1)
+    num_beams: int | None = Field(default=None, ge=1)
+    num_samples: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=1.0, gt=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    max_new_tokens: int = Field(default=128, ge=1)
+    max_prompt_tokens: int | None = Field(default=2048, ge=1)
+    batch_size: int = Field(default=8, ge=1)
     seed: int | None = None
     share_prompt_cache: bool = True
 

@@ -134,8 +134,12 @@ def resolve_model(name_or_path: str | os.PathLike, *, cache_dir: Path | None = N
     model = _lookup(text)
     if model is None:
         return text
-    asked_for_hub = model.hub_name is not None and text.lower() == model.hub_name.lower()
-    if asked_for_hub and (not hub_offline() or _in_hub_cache(model.hub_name)):
+    hub_name = model.hub_name
+    if (
+        hub_name is not None
+        and text.lower() == hub_name.lower()  # asked for the hub's model
+        and (not hub_offline() or _in_hub_cache(hub_name))
+    ):
         return text
     directory = model.package_dir()
     if directory is None:
@@ -152,6 +156,7 @@ def _prepare_gguf(model: PackagedModel, directory: Path, cache_dir: Path | None)
     """Convert a packaged GGUF model once into a normal fp32 checkpoint; later calls reuse it."""
     from filelock import FileLock
 
+    assert model.gguf_file is not None  # called for GGUF models only
     if cache_dir is None:
         from leanloop.settings import Settings
 

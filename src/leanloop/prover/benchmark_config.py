@@ -26,18 +26,18 @@ class ProofPrompt(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     style: Literal["chat", "completion"] = Field(
-        "completion",
+        default="completion",
         description="chat: the template is the user's message (after 'system'); completion: "
         "the template is the text the model continues.",
     )
-    system: str | None = Field(None, description="The system message of a chat prompt.")
+    system: str | None = Field(default=None, description="The system message of a chat prompt.")
     template: str = Field(
-        "Complete the following Lean 4 code:\n\n```lean4\n{header}{informal_prefix}"
+        default="Complete the following Lean 4 code:\n\n```lean4\n{header}{informal_prefix}"
         "{formal_statement}",
         description="The prompt, with the problem's fields in braces.",
     )
     extract: Literal["fenced", "completion"] = Field(
-        "completion",
+        default="completion",
         description="fenced: the proof is the last ```lean4 (or ```lean) block of the answer; "
         "completion: the answer continues the prompt, up to a closing ``` if there is one.",
     )
@@ -129,11 +129,11 @@ class BenchmarkConfig(ConfigBase):
     """
 
     samples: int = Field(
-        1, ge=1, description="Whole proofs sampled per statement (the n of pass@k)."
+        default=1, ge=1, description="Whole proofs sampled per statement (the n of pass@k)."
     )
-    batch_size: int = Field(4, ge=1, description="Samples asked of the model at once.")
+    batch_size: int = Field(default=4, ge=1, description="Samples asked of the model at once.")
     stop_at_first: bool = Field(
-        False,
+        default=False,
         description="Stop sampling a statement at its first verified proof (saves budget; "
         "only pass@n is reported then).",
     )
@@ -141,25 +141,29 @@ class BenchmarkConfig(ConfigBase):
         default_factory=ProofPrompt,
         description="The prompt format: its fields, or a name (complete, chat).",
     )
-    workers: int = Field(4, ge=1, description="Verification workers (REPLs of the pool).")
+    workers: int = Field(default=4, ge=1, description="Verification workers (REPLs of the pool).")
     verify_batch: int = Field(
-        1, ge=1, description="Candidates a worker sends the verifier at once (Kimina: batches)."
+        default=1,
+        ge=1,
+        description="Candidates a worker sends the verifier at once (Kimina: batches).",
     )
     queue_size: int = Field(
-        32, ge=1, description="Candidates waiting for verification at most (back-pressure)."
+        default=32, ge=1, description="Candidates waiting for verification at most (back-pressure)."
     )
-    timeout: float = Field(300.0, gt=0, description="Seconds per Lean check.")
+    timeout: float = Field(default=300.0, gt=0, description="Seconds per Lean check.")
     memory_limit_mb: float | None = Field(
-        None, gt=0, description="Memory a REPL of the pool may use (it is restarted past it)."
+        default=None,
+        gt=0,
+        description="Memory a REPL of the pool may use (it is restarted past it).",
     )
-    max_tokens: int = Field(2048, ge=1, description="Tokens per sampled proof at most.")
-    temperature: float = Field(1.0, ge=0, description="Sampling temperature.")
+    max_tokens: int = Field(default=2048, ge=1, description="Tokens per sampled proof at most.")
+    temperature: float = Field(default=1.0, ge=0, description="Sampling temperature.")
     allowed_axioms: tuple[str, ...] = Field(
-        tuple(sorted(STANDARD_AXIOMS)),
+        default=tuple(sorted(STANDARD_AXIOMS)),
         description="Axioms a proof may depend on (sorryAx never).",
     )
     allow_native: bool = Field(
-        False, description="Accept proofs by native code (native_decide, bv_decide)."
+        default=False, description="Accept proofs by native code (native_decide, bv_decide)."
     )
 
     @field_validator("prompt", mode="before")

@@ -27,7 +27,8 @@ class SplitFigures(BaseModel):
         description="pass@k by k (mean over the problems with at least k samples)."
     )
     incomplete: int = Field(
-        0, description="Problems with fewer samples than asked (errors, or a short recording)."
+        default=0,
+        description="Problems with fewer samples than asked (errors, or a short recording).",
     )
 
 

@@ -35,97 +35,105 @@ class ProverConfig(ConfigBase):
     """
 
     use_vllm: bool = Field(
-        False,
+        default=False,
         description="LeanDojo-v2's switch for in-process vLLM generation. leanloop talks to "
         "vLLM as an OpenAI-compatible server instead: start 'vllm serve MODEL' and use "
         "ExternalProver(MODEL, base_url=...); True is refused with that hint.",
     )
     num_workers: int = Field(
-        1, ge=1, description="Theorems proved at once by evaluate(), one Ray worker each."
+        default=1, ge=1, description="Theorems proved at once by evaluate(), one Ray worker each."
     )
     timeout: float = Field(
-        600.0,
+        default=600.0,
         gt=0,
         description="Wall-clock seconds the search (or whole-proof mode) may take per theorem; "
         "a proof found later does not count. Re-checking a proof found comes on top.",
     )
     max_expansions: int | None = Field(
-        None, ge=1, description="Expansions allowed per theorem (None: no limit but the time)."
+        default=None,
+        ge=1,
+        description="Expansions allowed per theorem (None: no limit but the time).",
     )
     num_sampled_tactics: int = Field(
-        64, ge=1, description="Tactics asked of the generator for each expansion (k)."
+        default=64, ge=1, description="Tactics asked of the generator for each expansion (k)."
     )
     debug: bool = Field(
-        False,
+        default=False,
         description="Check the search tree's invariants after every expansion and log each "
         "expansion (slow: for finding problems).",
     )
     batch_size: int = Field(
-        1,
+        default=1,
         ge=1,
         description="Open nodes expanded together with one batched generator call (the best "
         "batch_size of the frontier; 1 is strict best-first). LeanDojo-v2's default of 12 "
         "suits a GPU.",
     )
     strategy: Literal["best_first", "depth_first"] = Field(
-        "best_first",
+        default="best_first",
         description="best_first: expand the open node with the highest priority (ReProver); "
         "depth_first: expand the newest node's best child first, backtracking on dead ends.",
     )
     tactic_timeout: float = Field(
-        60.0,
+        default=60.0,
         gt=0,
         description="Seconds Lean may take for one request (a tactic); given to the Lean "
         "servers leanloop starts. A request that takes longer stops the server and ends the "
         "theorem with 'error'.",
     )
     max_depth: int | None = Field(
-        None, ge=1, description="Longest proof searched for, in tactics (None: no limit)."
+        default=None, ge=1, description="Longest proof searched for, in tactics (None: no limit)."
     )
     progress_weight: float = Field(
-        0.0,
+        default=0.0,
         ge=0,
         description="LeanProgress guidance: a node's priority is its path's log-probability "
         "minus progress_weight times the predicted steps remaining (0: no progress model).",
     )
     progress_model: str | None = Field(
-        None,
+        default=None,
         description="Directory of a trained progress model (ProgressTrainer's output) used "
         "when progress_weight > 0 (None: $LEANPROGRESS_MODEL).",
     )
     feedback_retries: int = Field(
-        0,
+        default=0,
         ge=0,
         description="When every tactic of an expansion failed, ask a generator that accepts "
         "feedback again, with the failed tactics and Lean's errors, up to this many times.",
     )
     num_attempts: int = Field(
-        1, ge=1, description="Attempts per theorem in evaluate() (pass@k), each its own seed."
+        default=1,
+        ge=1,
+        description="Attempts per theorem in evaluate() (pass@k), each its own seed.",
     )
-    seed: int = Field(0, description="Seed of sampling generators (attempt i uses seed + i).")
+    seed: int = Field(
+        default=0, description="Seed of sampling generators (attempt i uses seed + i)."
+    )
     num_whole_proofs: int = Field(
-        8, ge=1, description="Candidate proofs generated and checked in whole-proof mode."
+        default=8, ge=1, description="Candidate proofs generated and checked in whole-proof mode."
     )
     recheck: bool = Field(
-        True,
+        default=True,
         description="Replay a proof found by search from a fresh start of the proof on the "
         "same server before reporting it.",
     )
     allow_native: bool = Field(
-        False,
+        default=False,
         description="Accept proofs that trust compiled code (native_decide, decide +native, "
         "bv_decide: the axioms Lean.ofReduceBool, Lean.trustCompiler and the per-use "
         "*._native.* axioms). Off: such proofs are refused by the axiom audit.",
     )
     allowed_axioms: tuple[str, ...] = Field(
-        ("propext", "Classical.choice", "Quot.sound"),
+        default=("propext", "Classical.choice", "Quot.sound"),
         description="The axioms a proof may depend on (Lean's #print axioms, read as a set). "
         "sorryAx is refused whatever this says.",
     )
     server_uses: int = Field(
-        100, ge=1, description="Theorems a worker proves with one Lean server before a new one."
+        default=100,
+        ge=1,
+        description="Theorems a worker proves with one Lean server before a new one.",
     )
-    num_gpus: float = Field(0.0, ge=0, description="GPUs reserved for each Ray worker.")
+    num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved for each Ray worker.")
 
     @property
     def policy_tag(self) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import Generator
@@ -73,7 +73,7 @@ class HFProver(BaseProver):
     def load_whole_proof_generator(self) -> Generator:
         from leanloop.ml.generation import TacticGenerator
 
-        tactics = self.generator
+        tactics = cast(TacticGenerator, self.generator)  # what load_generator made
         whole = dict(self.decoding)
         whole.setdefault("max_new_tokens", max(4 * tactics.options.max_new_tokens, 256))
         return TacticGenerator.from_model(

@@ -194,7 +194,7 @@ class _Search:
             if config.debug:
                 self._check_invariants()
 
-    def _generate(self, batch: list[Node]) -> list[Sequence]:
+    def _generate(self, batch: list[Node]) -> Sequence[Sequence]:
         options = self.options
         if self.feedback:
             options = {**options, "feedback": [list(node.failures or ()) for node in batch]}
@@ -224,7 +224,7 @@ class _Search:
         # children at the depth limit are not kept: a proof may still end there, but none goes
         # deeper, and a shorter path found later to the same state must not count as a repeat
         at_limit = config.max_depth is not None and node.depth + 1 >= config.max_depth
-        if node.tried is None:
+        if node.tried is None or node.failures is None:  # both None until the first expansion
             node.tried, node.failures = set(), []
         for tactic, score in _checked(candidates):
             key = collapse_whitespace(tactic)
@@ -311,6 +311,7 @@ class _Search:
     def _guide(self, parent: Node, children: list[Node]) -> None:
         """LeanProgress: priority = log-probability − weight × predicted steps remaining."""
         prefix = "\n".join(parent.path()) or None
+        assert self.progress is not None  # called only with a progress model
         started = time.perf_counter()
         try:
             remaining = self.progress.predict_batch(
@@ -334,6 +335,7 @@ class _Search:
         self.deadline += time.perf_counter() - started  # confirming comes on top of the budget
         if verdict.status.found_proof or verdict.status is AttemptStatus.ERROR:
             raise verdict
+        assert node.failures is not None  # the node is being expanded
         node.failures.append(Failure(tactic, verdict.error or verdict.status.value))
         self.passed_over = verdict
         if verdict.status is AttemptStatus.REFUSED:

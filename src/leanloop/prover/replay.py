@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from leanloop.data.prompt import collapse_whitespace
-from leanloop.data.records import NO_GOALS, Theorem
+from leanloop.data.records import NO_GOALS, Repository, Theorem
 from leanloop.lean.errors import LeanRequestError
 from leanloop.lean.server import (
     CheckResult,
@@ -145,7 +145,7 @@ class ReplayServer(LeanServer):
 
     @classmethod
     def from_database(
-        cls, database: DynamicDatabase, repository: object | None = None
+        cls, database: DynamicDatabase, repository: Repository | tuple[str, str] | None = None
     ) -> ReplayServer:
         """A replay of the theorems in a database.
 
@@ -216,10 +216,10 @@ class ReplayServer(LeanServer):
         if self._by_first_state is None:
             self._by_first_state = {}
             for found in self._theorems.values():
-                for theorem in found:
-                    if theorem.traced_tactics:
-                        first = theorem.traced_tactics[0].state_before.strip()
-                        self._by_first_state.setdefault(first, theorem)
+                for recorded in found:
+                    if recorded.traced_tactics:
+                        first = recorded.traced_tactics[0].state_before.strip()
+                        self._by_first_state.setdefault(first, recorded)
         text = goal.strip()
         theorem = self._by_first_state.get(text) or self._by_first_state.get(f"⊢ {text}")
         if theorem is None:

@@ -41,10 +41,10 @@ class EvaluationReport(BaseModel):
     )
     theorems: int = Field(description="Theorems attempted.")
     k: int = Field(description="Attempts per theorem.")
-    pass_at_1: float | None = Field(None, description="Lean only: proofs Lean accepted.")
+    pass_at_1: float | None = Field(default=None, description="Lean only: proofs Lean accepted.")
     pass_at_k: float | None = None
     replayed_at_1: float | None = Field(
-        None, description="Replay only: recorded proofs found again (not proving)."
+        default=None, description="Replay only: recorded proofs found again (not proving)."
     )
     replayed_at_k: float | None = None
     status_counts: dict[str, int] = Field(description="Attempts by how they ended.")
@@ -212,7 +212,8 @@ def environment_of(attempts: Iterable[ProofAttempt]) -> str:
         elif environment is None and attempt.status is AttemptStatus.PROVED:
             environment = "lean"
         seen.add(environment)
-    known = seen - {None}  # attempts that failed before reaching a server say nothing
+    # attempts that failed before reaching a server say nothing
+    known = {environment for environment in seen if environment is not None}
     if len(known) > 1:
         return "mixed"
     return known.pop() if known else "unknown"

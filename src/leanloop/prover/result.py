@@ -30,13 +30,15 @@ class SearchResult(BaseModel):
     status: AttemptStatus
     proof: tuple[str, ...] | None = None
     error: str | None = None
-    expansions: int = Field(0, ge=0, description="Nodes expanded (generator calls per node).")
-    tree_size: int = Field(0, ge=0, description="Distinct proof states in the search tree.")
-    seconds: float = Field(0.0, ge=0, description="Wall-clock time of the whole attempt.")
-    lean_seconds: float = Field(0.0, ge=0, description="Time spent waiting for the server.")
-    model_seconds: float = Field(0.0, ge=0, description="Time spent in the generator.")
+    expansions: int = Field(
+        default=0, ge=0, description="Nodes expanded (generator calls per node)."
+    )
+    tree_size: int = Field(default=0, ge=0, description="Distinct proof states in the search tree.")
+    seconds: float = Field(default=0.0, ge=0, description="Wall-clock time of the whole attempt.")
+    lean_seconds: float = Field(default=0.0, ge=0, description="Time spent waiting for the server.")
+    model_seconds: float = Field(default=0.0, ge=0, description="Time spent in the generator.")
     axioms: tuple[str, ...] | None = Field(
-        None,
+        default=None,
         description="The axioms Lean's audit reported the proof depends on (None: no audit "
         "ran, as in a replay).",
     )

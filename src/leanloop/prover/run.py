@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem, TheoremKey
 from leanloop.database.attempts import RunProgress
@@ -330,7 +330,12 @@ def run_proofs(
                     lambda attempt, stored: record(attempt, driver_lease, stored),
                     solved if stop_at_first else None,
                     skip,
-                    database.url if shared else None,
+                    # the password too: a URL object prints it as '***'
+                    (
+                        database.url.render_as_string(hide_password=False)
+                        if shared and database is not None
+                        else None
+                    ),
                     database,
                 )
             finally:
@@ -446,7 +451,7 @@ def loopback_ray(address: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _ray(address: str | None, workers: int) -> Iterator[object]:
+def _ray(address: str | None, workers: int) -> Iterator[Any]:
     try:
         import ray
     except ImportError:

@@ -132,7 +132,7 @@ class ModelSampler:
 
     def sample(self, problem: BenchmarkProblem, n: int, first: int) -> list[Sample]:
         started = time.perf_counter()
-        options = dict(self.options)
+        options: dict[str, Any] = dict(self.options)
         if options["seed"] is not None:
             options["seed"] = options["seed"] + first
         (replies,) = self.generator.generate_counted([self._rendered(problem)], n, **options)

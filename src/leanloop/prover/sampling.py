@@ -244,10 +244,10 @@ def run_benchmark(
     ]
     progress = RunProgress.of(stored)
     results = {p.id: ProblemResult(p) for p in problems}
-    for attempt in stored:
-        usable = attempt.status is not AttemptStatus.ERROR and attempt.attempt < config.samples
-        if attempt.full_name in results and usable:
-            results[attempt.full_name].attempts.append(attempt)
+    for earlier in stored:
+        usable = earlier.status is not AttemptStatus.ERROR and earlier.attempt < config.samples
+        if earlier.full_name in results and usable:
+            results[earlier.full_name].attempts.append(earlier)
     theorems = {p.id: benchmark.theorem(p) for p in problems}
     solved = {p.id for p in problems if results[p.id].verified} if config.stop_at_first else set()
     todo: dict[str, list[int]] = {}

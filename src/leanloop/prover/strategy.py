@@ -82,7 +82,7 @@ class Frontier(ABC):
 
     def pop_many(self, count: int) -> list[Node]:
         """Up to ``count`` nodes to expand together."""
-        nodes = []
+        nodes: list[Node] = []
         while len(nodes) < count:
             node = self.pop()
             if node is None:

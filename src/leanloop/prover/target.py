@@ -5,6 +5,7 @@ declaration, then its axioms printed at top level)."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -44,7 +45,7 @@ class Target(ABC):
     def of(
         goal: str | None = None,
         theorem: Theorem | TheoremSource | Target | None = None,
-        project_root: str | Path | None = None,
+        project_root: str | os.PathLike[str] | None = None,
     ) -> Target:
         """The target of ``search(server, goal=..., theorem=...)``: a goal, or a theorem (a
         record is looked up under ``project_root`` when it is started on a Lean server)."""

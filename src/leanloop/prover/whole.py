@@ -76,7 +76,8 @@ def check_whole_proofs(
     started = time.perf_counter()
     lean_seconds = 0.0
     checked = 0
-    status, proof, error, axioms = AttemptStatus.FAILED, None, None, None
+    status, error, axioms = AttemptStatus.FAILED, None, None
+    proof: tuple[str, ...] | None = None
     rejected: list[str] = []
     refused: list[str] = []
     statement = target.statement().removesuffix(":= by").rstrip()

@@ -6,6 +6,8 @@ Names are loaded on first use, so importing this package does not import torch o
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
@@ -24,4 +26,17 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # what type checkers see; at run time a name loads on first use
+    from leanloop.retrieval.corpus import Corpus as Corpus
+    from leanloop.retrieval.corpus import premise_text as premise_text
+    from leanloop.retrieval.datamodule import RetrievalDataModule as RetrievalDataModule
+    from leanloop.retrieval.ewc import EWCState as EWCState
+    from leanloop.retrieval.examples import RetrievalStep as RetrievalStep
+    from leanloop.retrieval.examples import load_split as load_split
+    from leanloop.retrieval.examples import retrieval_steps as retrieval_steps
+    from leanloop.retrieval.index import PremiseIndex as PremiseIndex
+    from leanloop.retrieval.metrics import RetrievalMetrics as RetrievalMetrics
+    from leanloop.retrieval.metrics import evaluate_rankings as evaluate_rankings
+    from leanloop.retrieval.model import PremiseRetriever as PremiseRetriever
+else:
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

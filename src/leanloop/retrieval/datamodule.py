@@ -121,12 +121,12 @@ class TrainingSet(Dataset):
         self.num_in_file_negatives = num_in_file_negatives
         self.num_hard_negatives = num_hard_negatives
         self.sampler = NegativeSampler(corpus, random.Random(seed))
-        self.hard_candidates: list[Sequence[int]] | None = None
+        self.hard_candidates: Sequence[Sequence[int]] | None = None
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def set_hard_candidates(self, candidates: list[Sequence[int]] | None) -> None:
+    def set_hard_candidates(self, candidates: Sequence[Sequence[int]] | None) -> None:
         """For each item, corpus premises best first (positives and inaccessible premises among
         them are skipped when drawing)."""
         if candidates is not None and len(candidates) != len(self.items):
@@ -311,6 +311,7 @@ class RetrievalDataModule(pl.LightningDataModule):
         self, steps: Sequence[RetrievalStep] | None = None, seed: int | None = None
     ) -> TrainingSet:
         """A training set of ``steps`` (default: the training steps and naming examples)."""
+        assert self.corpus is not None  # set up
         return TrainingSet(
             self.train_steps + self.naming if steps is None else steps,
             self.corpus,
@@ -329,6 +330,7 @@ class RetrievalDataModule(pl.LightningDataModule):
         return self._train_set
 
     def training_collator(self) -> TrainingCollator:
+        assert self.corpus is not None  # set up
         return TrainingCollator(
             self.tokenizer, [*self.corpus, *self.extra_documents], self.max_seq_len
         )
@@ -340,8 +342,10 @@ class RetrievalDataModule(pl.LightningDataModule):
         dataset = self.train_set
         if self.num_hard_negatives <= 0 or not len(dataset):
             return 0
-        documents = model.encode_premises(self.corpus.texts(), batch_size=self.eval_batch_size)
-        keep = min(len(self.corpus), self.num_hard_negatives + 32)
+        corpus = self.corpus
+        assert corpus is not None  # set up, as the training set is
+        documents = model.encode_premises(corpus.texts(), batch_size=self.eval_batch_size)
+        keep = min(len(corpus), self.num_hard_negatives + 32)
         candidates: list[list[int]] = []
         steps = [step for step, _ in dataset.items]
         for start in range(0, len(steps), self.eval_batch_size):
@@ -349,7 +353,7 @@ class RetrievalDataModule(pl.LightningDataModule):
             queries = model.encode_states([s.context for s in part], self.eval_batch_size)
             scores = queries @ documents.T
             for row, step in enumerate(part):
-                mask = torch.from_numpy(self.corpus.accessible_mask(step.file_path, step.position))
+                mask = torch.from_numpy(corpus.accessible_mask(step.file_path, step.position))
                 ranked = scores[row].masked_fill(~mask.to(scores.device), float("-inf"))
                 candidates.append(torch.topk(ranked, keep).indices.tolist())
         dataset.set_hard_candidates(candidates)

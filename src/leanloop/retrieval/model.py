@@ -52,7 +52,7 @@ class PremiseRetriever(pl.LightningModule):
         self.save_hyperparameters()
         self.tokenizer, self.encoder = load_encoder(model_name)
         self.ewc = EWCState()
-        self._val_index = None
+        self._val_index: PremiseIndex | None = None
         self._val_metrics: MetricsAccumulator | None = None
 
     # -- loading and saving ----------------------------------------------------------------------
@@ -257,15 +257,18 @@ class PremiseRetriever(pl.LightningModule):
         self._val_metrics = MetricsAccumulator()
 
     def validation_step(self, batch: dict[str, Any], batch_idx: int) -> None:
+        index, metrics = self._val_index, self._val_metrics
+        assert index is not None and metrics is not None  # made when the epoch started
         queries = self.embed(batch["context_ids"], batch["context_mask"])
-        found = self._val_index.search(
+        found = index.search(
             queries, batch["file_paths"], batch["positions"], self.hparams.num_retrieved
         )
-        corpus = self._val_index.corpus
+        corpus = index.corpus
         for positives, hits in zip(batch["positives"], found, strict=True):
-            self._val_metrics.add(positives, [corpus[i].full_name for i, _ in hits])
+            metrics.add(positives, [corpus[i].full_name for i, _ in hits])
 
     def on_validation_epoch_end(self) -> None:
+        assert self._val_metrics is not None  # made when the epoch started
         result = self._val_metrics.result()
         self.log("Recall@1_val", result.recall_at_1, prog_bar=False)
         self.log("Recall@10_val", result.recall_at_10, prog_bar=True)

@@ -9,6 +9,8 @@ line. Importing this package loads nothing: names are imported on first use.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
@@ -22,4 +24,12 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # what type checkers see; at run time a name loads on first use
+    from leanloop.serve.application import LeanloopServer as LeanloopServer
+    from leanloop.serve.application import app as app
+    from leanloop.serve.application import create_app as create_app
+    from leanloop.serve.config import LeanConfig as LeanConfig
+    from leanloop.serve.config import ModelConfig as ModelConfig
+    from leanloop.serve.config import ServeConfig as ServeConfig
+else:
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -66,21 +66,21 @@ class ChatRequest(BaseModel):
 
     model: Text
     messages: list[ChatMessage] = Field(min_length=1)
-    n: int = Field(1, ge=1, le=MAX_CHOICES)
+    n: int = Field(default=1, ge=1, le=MAX_CHOICES)
     temperature: float | None = Field(
-        None,
+        default=None,
         ge=0,
         le=2,
         description="0 (or below 1e-4): the most likely replies (greedy, or beam search for "
         "n > 1); default 1.",
     )
-    top_p: float | None = Field(None, gt=0, le=1)
-    max_tokens: int | None = Field(None, ge=1, le=8192)
-    max_completion_tokens: int | None = Field(None, ge=1, le=8192)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=8192)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=8192)
     stop: Text | list[Text] | None = None
     seed: int | None = None
     logprobs: bool | None = False
-    top_logprobs: int | None = Field(None, ge=0, le=20)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     stream: bool | None = False
     stream_options: StreamOptions | None = None
 

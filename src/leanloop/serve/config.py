@@ -40,7 +40,7 @@ class ModelConfig(BaseModel):
         "encoder; openai: any OpenAI-compatible endpoint (OpenAI, vLLM, ...); anthropic; gemini."
     )
     kind: Kind | None = Field(
-        None,
+        default=None,
         description="generator or encoder; follows from the provider (encoder for 'encoder', "
         "generator otherwise) and may be left out.",
     )
@@ -50,37 +50,40 @@ class ModelConfig(BaseModel):
         "model id).",
     )
     base_url: str | None = Field(
-        None,
+        default=None,
         description="The provider's endpoint (e.g. http://localhost:8000/v1 for vLLM); the "
         "official default when left out.",
     )
     api_key_env: str | None = Field(
-        None,
+        default=None,
         description="The environment variable holding the provider's API key (the key itself "
         "never goes in the file); the client's own variable when left out.",
     )
-    timeout: float = Field(60.0, gt=0, description="Seconds allowed for one upstream call.")
+    timeout: float = Field(default=60.0, gt=0, description="Seconds allowed for one upstream call.")
     retries: int = Field(
-        2, ge=0, le=10, description="Retries of a failed upstream call, with backoff."
+        default=2, ge=0, le=10, description="Retries of a failed upstream call, with backoff."
     )
     num_samples: int = Field(
-        8, ge=1, le=64, description="Tactics returned by /generate when the request says none."
+        default=8,
+        ge=1,
+        le=64,
+        description="Tactics returned by /generate when the request says none.",
     )
     temperature: float = Field(
-        0.7,
+        default=0.7,
         ge=0,
         le=2,
         description="Sampling temperature of remote providers for /generate (Anthropic's "
         "client of this version sends none: the model's default applies).",
     )
     max_tokens: int = Field(
-        128,
+        default=128,
         ge=1,
         description="Tokens a reply may have at most: per candidate of a remote provider; for "
         "a local model, the default and the limit of /v1/chat/completions' max_tokens.",
     )
     max_concurrency: int = Field(
-        8,
+        default=8,
         ge=1,
         description="Requests a remote provider serves at once (each makes one upstream call, "
         "or one per sample for Anthropic and per 8 for Gemini); more wait for a turn.",
@@ -91,7 +94,7 @@ class ModelConfig(BaseModel):
         "batch size) for /generate.",
     )
     prompt_format: PromptFormat | None = Field(
-        None,
+        default=None,
         description="The system prompt; default: the one the checkpoint was trained with, "
         "else leanloop's.",
     )
@@ -120,17 +123,21 @@ class LeanConfig(BaseModel):
 
     project: Path = Field(description="The Lean project (its lakefile's directory).")
     repl: Path | None = Field(
-        None,
+        default=None,
         description="The REPL executable; default: $LEANLOOP_REPL, the project's Lake "
         "packages, then the PATH.",
     )
-    max_repls: int = Field(2, ge=1, description="Lean REPL processes at most.")
-    max_uses: int = Field(100, ge=1, description="Checks per REPL process before it is replaced.")
+    max_repls: int = Field(default=2, ge=1, description="Lean REPL processes at most.")
+    max_uses: int = Field(
+        default=100, ge=1, description="Checks per REPL process before it is replaced."
+    )
     timeout: float = Field(
-        300.0, gt=0, description="Seconds allowed per check at most (a request may ask less)."
+        default=300.0,
+        gt=0,
+        description="Seconds allowed per check at most (a request may ask less).",
     )
     memory_limit_mb: float | None = Field(
-        8192, gt=0, description="Memory per REPL process; one that uses more is stopped."
+        default=8192, gt=0, description="Memory per REPL process; one that uses more is stopped."
     )
 
 
@@ -145,31 +152,31 @@ class ServeConfig(BaseModel):
         default_factory=list, description="The models offered, each under its own name."
     )
     progress_model: Path | None = Field(
-        None,
+        default=None,
         description="A trained progress model for use_reward; default: $LEANPROGRESS_MODEL.",
     )
-    lean: LeanConfig | None = Field(None, description="Lean verification (/verify).")
-    host: str = Field("127.0.0.1", description="Address to listen on.")
-    port: int = Field(23337, ge=0, le=65535, description="Port (Lean Copilot's default).")
+    lean: LeanConfig | None = Field(default=None, description="Lean verification (/verify).")
+    host: str = Field(default="127.0.0.1", description="Address to listen on.")
+    port: int = Field(default=23337, ge=0, le=65535, description="Port (Lean Copilot's default).")
     preload: bool = Field(
-        False,
+        default=False,
         description="Load the local models at startup instead of on their first request.",
     )
     max_queue: int = Field(
-        64,
+        default=64,
         ge=1,
         description="Requests per model waiting or running at once; more are refused with 429.",
     )
     max_queue_wait: float = Field(
-        30.0,
+        default=30.0,
         gt=0,
         description="Seconds a request may wait for its model before it is refused with 503.",
     )
     max_body_bytes: int = Field(
-        1_048_576, ge=1024, description="Largest request body accepted (413 beyond)."
+        default=1_048_576, ge=1024, description="Largest request body accepted (413 beyond)."
     )
     api_key_env: str | None = Field(
-        None,
+        default=None,
         description="The environment variable holding this server's API key; when set, "
         "requests must send it (Authorization: Bearer KEY, or X-API-Key: KEY).",
     )
@@ -178,7 +185,7 @@ class ServeConfig(BaseModel):
         description="Origins allowed to call the server from a browser ('*' for any).",
     )
     shutdown_timeout: float = Field(
-        30.0, gt=0, description="Seconds requests in flight may take to finish on shutdown."
+        default=30.0, gt=0, description="Seconds requests in flight may take to finish on shutdown."
     )
 
     @model_validator(mode="after")
@@ -279,7 +286,11 @@ def _field_name(loc: list[str], data: dict[str, Any]) -> str:
 
 def _known_fields(loc: list[str]) -> list[str]:
     """The field names of the section ``loc`` points into."""
-    nested = {"models": ModelConfig, "lean": LeanConfig, "decoding": DecodingOptions}
+    nested: dict[str, type[BaseModel]] = {
+        "models": ModelConfig,
+        "lean": LeanConfig,
+        "decoding": DecodingOptions,
+    }
     section: type[BaseModel] = ServeConfig
     for part in loc:
         section = nested.get(part, section)

@@ -22,13 +22,14 @@ class GenerateRequest(BaseModel):
     name: Text = Field(description="The model, as named in the server configuration.")
     input: Text = Field(description="The goal state, as Lean pretty-prints it.")
     prefix: Text | None = Field(
-        "", description='The start of the tactic (Lean Copilot\'s suggest_tactics "rw").'
+        default="", description='The start of the tactic (Lean Copilot\'s suggest_tactics "rw").'
     )
     use_reward: bool = Field(
-        False, description="Rank by the progress model's reward (fewer steps left is better)."
+        default=False,
+        description="Rank by the progress model's reward (fewer steps left is better).",
     )
     num_samples: int | None = Field(
-        None, ge=1, le=64, description="Tactics wanted (default: the model's num_samples)."
+        default=None, ge=1, le=64, description="Tactics wanted (default: the model's num_samples)."
     )
 
 

@@ -21,8 +21,8 @@ MAX_CODES = 256
 
 class Code(BaseModel):
     custom_id: Text | int = Field(description="Returned with the result.")
-    proof: Text | None = Field(None, description="The Lean code to check.")
-    code: Text | None = Field(None, description="The Lean code, when 'proof' is not given.")
+    proof: Text | None = Field(default=None, description="The Lean code to check.")
+    code: Text | None = Field(default=None, description="The Lean code, when 'proof' is not given.")
 
     @model_validator(mode="after")
     def _has_code(self) -> Code:
@@ -38,11 +38,11 @@ class Code(BaseModel):
 class VerifyRequest(BaseModel):
     codes: list[Code] = Field(min_length=1, max_length=MAX_CODES)
     timeout: float = Field(
-        300, gt=0, description="Seconds per code (at most the server's lean.timeout)."
+        default=300, gt=0, description="Seconds per code (at most the server's lean.timeout)."
     )
-    infotree_type: Infotree | None = Field(None, description="Not supported: leave it out.")
+    infotree_type: Infotree | None = Field(default=None, description="Not supported: leave it out.")
     disable_cache: bool = Field(
-        False, description="Accepted for compatibility; REPLs are always reused."
+        default=False, description="Accepted for compatibility; REPLs are always reused."
     )
 
 
@@ -99,10 +99,10 @@ class Snippet(BaseModel):
 
 
 class _CheckOptions(BaseModel):
-    timeout: float = Field(30, gt=0, description="Seconds per snippet.")
-    debug: bool = Field(False, description="Accepted for compatibility; no diagnostics.")
-    reuse: bool = Field(True, description="Accepted for compatibility; REPLs are reused.")
-    infotree: Infotree | None = Field(None, description="Not supported: leave it out.")
+    timeout: float = Field(default=30, gt=0, description="Seconds per snippet.")
+    debug: bool = Field(default=False, description="Accepted for compatibility; no diagnostics.")
+    reuse: bool = Field(default=True, description="Accepted for compatibility; REPLs are reused.")
+    infotree: Infotree | None = Field(default=None, description="Not supported: leave it out.")
 
 
 class ChecksRequest(_CheckOptions):

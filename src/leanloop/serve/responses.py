@@ -5,6 +5,7 @@ errors are logged with the request id and answered with 500."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -34,7 +35,7 @@ def error_response(
     status: int,
     message: str,
     *,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
     extra: dict[str, Any] | None = None,
 ) -> JSONResponse:
     """The answer to a failed request: ``{"detail": message}``, or under ``/v1`` OpenAI's

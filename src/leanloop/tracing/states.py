@@ -70,7 +70,7 @@ def _block_items(steps: list[TacticStep], source: str) -> list[_Item]:
         _Item(offset(s.line, s.column), offset(s.end_line, s.end_column), s.column, i)
         for i, s in enumerate(steps)
     ]
-    heads: dict[int, int] = {}
+    heads: dict[int, int | None] = {}
     for item in sorted(items, key=lambda i: (i.start, -i.end), reverse=True):
         heads[item.start] = item.step  # the outermost step starting there
     if not items:
@@ -152,15 +152,18 @@ def states_after(steps: list[TacticStep], source: str) -> list[str]:
         continues[i] = True
         first[k] = first[i]
 
-    def steps_before(k: int) -> str:
+    def steps_before(k: int | None) -> str:
         """The goals before item ``k``: before ``·`` blocks, the goal each starts from and then
         the goals left for the step after them."""
         goals = []
         while k is not None and items[k].step is None:
-            goals.append(steps[items[k].head].goals_before)
+            head = items[k].head
+            assert head is not None  # a `·` block knows its first step
+            goals.append(steps[head].goals_before)
             k = following[k] if continues[k] else None
-        if k is not None and (not goals or steps[items[k].step].goals_before != NO_GOALS):
-            goals.append(steps[items[k].step].goals_before)
+        step = None if k is None else items[k].step  # None only when k is
+        if step is not None and (not goals or steps[step].goals_before != NO_GOALS):
+            goals.append(steps[step].goals_before)
         return "\n\n".join(goals)
 
     after: dict[int, str] = {}

@@ -5,6 +5,8 @@ The classes are loaded on first use, so ``import leanloop.trainer`` stays cheap.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from leanloop.lazy import lazy_exports
 
 _EXPORTS = {
@@ -23,4 +25,17 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if TYPE_CHECKING:  # what type checkers see; at run time a name loads on first use
+    from leanloop.trainer.evaluation import TacticAccuracy as TacticAccuracy
+    from leanloop.trainer.evaluation import evaluate_tactics as evaluate_tactics
+    from leanloop.trainer.grpo import GRPOTrainer as GRPOTrainer
+    from leanloop.trainer.grpo_config import GRPOTrainerConfig as GRPOTrainerConfig
+    from leanloop.trainer.lean_reward import LeanCheckedReward as LeanCheckedReward
+    from leanloop.trainer.progress import ProgressTrainer as ProgressTrainer
+    from leanloop.trainer.progress_config import ProgressTrainerConfig as ProgressTrainerConfig
+    from leanloop.trainer.retrieval import RetrievalTrainer as RetrievalTrainer
+    from leanloop.trainer.retrieval_config import TrainingConfig as TrainingConfig
+    from leanloop.trainer.sft import SFTTrainer as SFTTrainer
+    from leanloop.trainer.sft_config import SFTTrainerConfig as SFTTrainerConfig
+else:
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

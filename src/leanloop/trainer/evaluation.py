@@ -29,12 +29,12 @@ class TacticAccuracy(BaseModel):
     top1_hits: int
     topk_hits: int
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def top1(self) -> float:
         return self.top1_hits / self.steps if self.steps else 0.0
 
-    @computed_field
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def topk(self) -> float:
         return self.topk_hits / self.steps if self.steps else 0.0

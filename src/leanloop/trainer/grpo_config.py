@@ -23,28 +23,32 @@ class GRPOTrainerConfig(HFTrainerConfig):
     (see :func:`generation_plan`)."""
 
     num_generations: int | None = Field(
-        None,
+        default=None,
         description=f"Completions sampled per prompt, at least 2 (None: "
         f"{DEFAULT_NUM_GENERATIONS}, the generation batch enlarged to fit them).",
     )
     generation_batch_size: int | None = Field(
-        None,
+        default=None,
         ge=1,
         description="Completions generated at once (None: batch_size × "
         "gradient_accumulation_steps, enlarged to whole groups when num_generations is unset).",
     )
-    max_completion_length: int = Field(128, ge=1, description="Tokens per completion at most.")
-    temperature: float = Field(1.0, gt=0, description="Sampling temperature.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass.")
-    beta: float = Field(0.0, ge=0, description="KL penalty against the starting model (0: none).")
+    max_completion_length: int = Field(
+        default=128, ge=1, description="Tokens per completion at most."
+    )
+    temperature: float = Field(default=1.0, gt=0, description="Sampling temperature.")
+    top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling mass.")
+    beta: float = Field(
+        default=0.0, ge=0, description="KL penalty against the starting model (0: none)."
+    )
     scale_rewards: Literal["group", "batch", "none"] = Field(
-        "group", description="How rewards are scaled into advantages (TRL's scale_rewards)."
+        default="group", description="How rewards are scaled into advantages (TRL's scale_rewards)."
     )
     reward_weights: list[float] | None = Field(
-        None, description="Weights of a list of reward functions (None: all 1)."
+        default=None, description="Weights of a list of reward functions (None: all 1)."
     )
     eval_max_examples: int | None = Field(
-        64, ge=1, description="Validation prompts used at most (None: all)."
+        default=64, ge=1, description="Validation prompts used at most (None: all)."
     )
 
     @model_validator(mode="after")

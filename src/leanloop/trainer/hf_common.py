@@ -48,7 +48,7 @@ class StepReport(BaseModel):
     val_examples: int = Field(description="Validation examples evaluated on.")
     global_steps: int = Field(description="Optimizer steps taken.")
     train_seconds: float = Field(description="Time spent training.")
-    train_tokens: int | None = Field(None, description="Tokens read (None: not counted).")
+    train_tokens: int | None = Field(default=None, description="Tokens read (None: not counted).")
     metrics: dict[str, float] = Field(
         default_factory=dict, description="Evaluation and trainer-specific figures."
     )
@@ -125,7 +125,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
     # -- LeanDojo-v2 attribute names --------------------------------------------------------
 
     model_name = config_field("model_name")
-    output_dir = config_field("output_dir")  # type: ignore[assignment]
+    output_dir = config_field("output_dir")
     epochs_per_repo = config_field("epochs_per_repo")
     batch_size = config_field("batch_size")
     lr = config_field("lr")

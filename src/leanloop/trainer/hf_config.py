@@ -24,63 +24,71 @@ class HFTrainerConfig(TrainerConfig):
         "trainer's output directory, or a packaged model (smollm2-135m-instruct, tinycoder)."
     )
     output_dir: Path = Field(
-        Path("outputs"),
+        default=Path("outputs"),
         description="Where each repository's checkpoint goes; the newest is mirrored on top.",
     )
     epochs_per_repo: float = Field(
-        1, gt=0, description="Epochs over each repository's merged export (see max_steps)."
+        default=1, gt=0, description="Epochs over each repository's merged export (see max_steps)."
     )
     batch_size: int = Field(
-        1, ge=1, description="Examples per device and step (for GRPO: completions)."
+        default=1, ge=1, description="Examples per device and step (for GRPO: completions)."
     )
-    lr: float = Field(2e-5, gt=0, description="Peak learning rate.")
+    lr: float = Field(default=2e-5, gt=0, description="Peak learning rate.")
     lora: dict[str, Any] | None = Field(
-        None,
+        default=None,
         description="peft.LoraConfig keyword arguments: train a LoRA adapter instead of the "
         "whole model (None: the whole model).",
     )
-    gradient_accumulation_steps: int = Field(1, ge=1, description="Batches per optimizer step.")
+    gradient_accumulation_steps: int = Field(
+        default=1, ge=1, description="Batches per optimizer step."
+    )
     max_steps: int | None = Field(
-        None, ge=1, description="Optimizer steps per repository; overrides epochs_per_repo."
+        default=None, ge=1, description="Optimizer steps per repository; overrides epochs_per_repo."
     )
     max_seconds: float | None = Field(
-        None,
+        default=None,
         gt=0,
         description="Training time per repository in seconds: training stops after the first "
         "optimizer step past it (None: no limit). The learning-rate schedule still follows "
         "epochs_per_repo or max_steps.",
     )
     warmup_steps: float = Field(
-        0.0, ge=0, description="Warm-up steps, or a share of all steps when below 1."
+        default=0.0, ge=0, description="Warm-up steps, or a share of all steps when below 1."
     )
     lr_scheduler_type: str = Field(
-        "linear", description="The transformers learning-rate schedule (linear, cosine, ...)."
+        default="linear",
+        description="The transformers learning-rate schedule (linear, cosine, ...).",
     )
-    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
-    max_grad_norm: float = Field(1.0, gt=0, description="Gradient norm clip.")
-    logging_steps: int = Field(10, ge=1, description="Steps between logged metrics.")
-    seed: int = Field(3407, description="Seed of data order, sampling and LoRA initialisation.")
+    weight_decay: float = Field(default=0.0, ge=0, description="AdamW weight decay.")
+    max_grad_norm: float = Field(default=1.0, gt=0, description="Gradient norm clip.")
+    logging_steps: int = Field(default=10, ge=1, description="Steps between logged metrics.")
+    seed: int = Field(
+        default=3407, description="Seed of data order, sampling and LoRA initialisation."
+    )
     gradient_checkpointing: bool | None = Field(
-        None,
+        default=None,
         description="Recompute activations to save memory (None: on with CUDA, off on a CPU).",
     )
     bf16: bool | None = Field(
-        None, description="bf16 mixed precision (None: where the GPU has it, never on a CPU)."
+        default=None,
+        description="bf16 mixed precision (None: where the GPU has it, never on a CPU).",
     )
     evaluate: bool = Field(
-        True, description="Evaluate on the export's validation split after each repository."
+        default=True, description="Evaluate on the export's validation split after each repository."
     )
     eval_max_examples: int | None = Field(
-        1000, ge=1, description="Validation examples used at most (None: all)."
+        default=1000, ge=1, description="Validation examples used at most (None: all)."
     )
     prompt_format: PromptFormat = Field(
         default_factory=PromptFormat,
         description="How states become prompts and replies become tactics; saved with each "
         "checkpoint, whose generators use it.",
     )
-    plot_curves: bool = Field(True, description="Write training_curves.png into checkpoints.")
+    plot_curves: bool = Field(
+        default=True, description="Write training_curves.png into checkpoints."
+    )
     progress_bars: bool = Field(
-        True,
+        default=True,
         description="Show progress bars while training (False: train quietly; the metrics go "
         "to the checkpoint's log history and curves).",
     )

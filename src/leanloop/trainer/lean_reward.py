@@ -174,6 +174,7 @@ class LeanCheckedReward:
                 self.stats.unavailable += 1
                 return None
         self.stats.checked += 1
+        assert start is not None  # the loop ends early without a state
         if isinstance(result, ProofFinished):
             judgement = self._judge(state, tactic)
             if judgement is None:

@@ -27,13 +27,14 @@ class ProgressRow(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", strict=True)
 
     goal: str = Field(description="The proof state before the tactic.")
-    prefix: str | None = Field(None, description="The proof's tactics before this one.")
+    prefix: str | None = Field(default=None, description="The proof's tactics before this one.")
     tactic: str = Field(description="The tactic of this step.")
     steps_remaining: int | float = Field(
         description="Steps the proof has after this one (0 for the step that closes it)."
     )
     theorem: str | None = Field(
-        None, description="The theorem's key; rows of one theorem stay on one side of a split."
+        default=None,
+        description="The theorem's key; rows of one theorem stay on one side of a split.",
     )
 
     @field_validator("steps_remaining", mode="before")

@@ -93,7 +93,7 @@ class RetrievalTrainer(CurriculumTrainer):
         self.reports: list[RetrievalStepReport] = []
         self._start: str | None = None
 
-    output_dir = config_field("output_dir")  # type: ignore[assignment]
+    output_dir = config_field("output_dir")
 
     # -- training --------------------------------------------------------------------------------
 
@@ -275,6 +275,7 @@ class RetrievalTrainer(CurriculumTrainer):
 
         config = self.config
         pl.seed_everything(config.seed, verbose=False)
+        assert self._start is not None  # train() chose it
         model = self.load_model(self._start)
         log.info("repository %s: starting from %s", step.repository, self._start)
         data = self.data_module(step.dataset_dir, model)

@@ -26,105 +26,142 @@ class TrainingConfig(TrainerConfig):
 
     # curriculum
     run_progressive_training: bool = Field(
-        True, description="Continual learning with EWC; False trains without the EWC penalty."
+        default=True,
+        description="Continual learning with EWC; False trains without the EWC penalty.",
     )
-    single_repo: bool = Field(True, description="Accepted for LeanDojo-v2 configs; no effect.")
-    num_repos: int = Field(1, ge=1, description="Accepted for LeanDojo-v2 configs; no effect.")
-    max_epochs: int = Field(1, ge=1, description="Epochs per repository.")
-    max_steps: int = Field(-1, ge=-1, description="Optimizer steps per repository (-1: no cap).")
+    single_repo: bool = Field(
+        default=True, description="Accepted for LeanDojo-v2 configs; no effect."
+    )
+    num_repos: int = Field(
+        default=1, ge=1, description="Accepted for LeanDojo-v2 configs; no effect."
+    )
+    max_epochs: int = Field(default=1, ge=1, description="Epochs per repository.")
+    max_steps: int = Field(
+        default=-1, ge=-1, description="Optimizer steps per repository (-1: no cap)."
+    )
     max_time: str | None = Field(
-        None, description='Training time per repository, "DD:HH:MM:SS" (None: no limit).'
+        default=None, description='Training time per repository, "DD:HH:MM:SS" (None: no limit).'
     )
     val_check_interval: float | int = Field(
-        1.0, gt=0, description="Validate every this share of an epoch (float) or batches (int)."
+        default=1.0,
+        gt=0,
+        description="Validate every this share of an epoch (float) or batches (int).",
     )
 
     # model
     model_name: str = Field(
-        "sentence-transformers/all-MiniLM-L6-v2",
+        default="sentence-transformers/all-MiniLM-L6-v2",
         description="The encoder to start from: a hub name, a local directory or a packaged "
         "model (all-minilm-l6-v2 works without the hub).",
     )
-    lr: float = Field(2e-5, gt=0, description="Peak learning rate (AdamW, cosine schedule).")
-    warmup_steps: int = Field(10, ge=0, description="Steps of linear learning-rate warm-up.")
-    max_seq_len: int = Field(256, ge=8, description="Token limit of states and premises.")
-    num_retrieved: int = Field(100, ge=10, description="Premises ranked per query (R@10 needs 10).")
-    temperature: float = Field(0.05, gt=0, description="Softmax temperature of the loss.")
-    weight_decay: float = Field(0.01, ge=0, description="AdamW weight decay (not on norms).")
+    lr: float = Field(
+        default=2e-5, gt=0, description="Peak learning rate (AdamW, cosine schedule)."
+    )
+    warmup_steps: int = Field(
+        default=10, ge=0, description="Steps of linear learning-rate warm-up."
+    )
+    max_seq_len: int = Field(default=256, ge=8, description="Token limit of states and premises.")
+    num_retrieved: int = Field(
+        default=100, ge=10, description="Premises ranked per query (R@10 needs 10)."
+    )
+    temperature: float = Field(default=0.05, gt=0, description="Softmax temperature of the loss.")
+    weight_decay: float = Field(
+        default=0.01, ge=0, description="AdamW weight decay (not on norms)."
+    )
 
     # training
-    batch_size: int = Field(8, ge=1, description="Training examples per batch.")
-    eval_batch_size: int = Field(32, ge=1, description="Texts embedded per batch in evaluation.")
-    accumulate_grad_batches: int = Field(1, ge=1, description="Batches per optimizer step.")
-    num_gpus: int = Field(1, ge=0, description="GPUs to use when CUDA is present (0: the CPU).")
-    num_workers: int = Field(0, ge=0, description="Data loader worker processes.")
-    precision: str | None = Field(None, description="Lightning precision; None: by hardware.")
-    gradient_clip_val: float = Field(1.0, ge=0, description="Gradient norm clip (0: none).")
+    batch_size: int = Field(default=8, ge=1, description="Training examples per batch.")
+    eval_batch_size: int = Field(
+        default=32, ge=1, description="Texts embedded per batch in evaluation."
+    )
+    accumulate_grad_batches: int = Field(default=1, ge=1, description="Batches per optimizer step.")
+    num_gpus: int = Field(
+        default=1, ge=0, description="GPUs to use when CUDA is present (0: the CPU)."
+    )
+    num_workers: int = Field(default=0, ge=0, description="Data loader worker processes.")
+    precision: str | None = Field(
+        default=None, description="Lightning precision; None: by hardware."
+    )
+    gradient_clip_val: float = Field(default=1.0, ge=0, description="Gradient norm clip (0: none).")
 
     # data
-    num_negatives: int = Field(3, ge=0, description="Random accessible negatives per example.")
-    num_in_file_negatives: int = Field(1, ge=0, description="Negatives from the positive's file.")
+    num_negatives: int = Field(
+        default=3, ge=0, description="Random accessible negatives per example."
+    )
+    num_in_file_negatives: int = Field(
+        default=1, ge=0, description="Negatives from the positive's file."
+    )
     num_hard_negatives: int = Field(
-        0,
+        default=0,
         ge=0,
         description="Negatives per example mined with the model being trained: the accessible "
         "premises it ranks highest that the tactic did not use, mined again after each epoch.",
     )
     naming_examples: bool = Field(
-        False,
+        default=False,
         description="Also train on each training theorem's first proof state paired with the "
         "theorem's own name (Mathlib names lemmas after what they state).",
     )
     data_max_seq_len: int | None = Field(
-        None, ge=8, description="Token limit of training texts (None: max_seq_len)."
+        default=None, ge=8, description="Token limit of training texts (None: max_seq_len)."
     )
     tokenizer_model_name: str | None = Field(
-        None, description="Accepted for LeanDojo-v2 configs; the encoder's tokenizer is used."
+        default=None,
+        description="Accepted for LeanDojo-v2 configs; the encoder's tokenizer is used.",
     )
     split_scheme: Literal["random", "novel_premises"] = Field(
-        "random", description="Which of the export's split schemes to train and evaluate on."
+        default="random",
+        description="Which of the export's split schemes to train and evaluate on.",
     )
 
     # EWC
-    lambda_value: float = Field(0.1, ge=0, description="EWC weight λ; 0 disables EWC.")
-    fisher_max_samples: int = Field(256, ge=1, description="Examples used for the Fisher.")
+    lambda_value: float = Field(default=0.1, ge=0, description="EWC weight λ; 0 disables EWC.")
+    fisher_max_samples: int = Field(default=256, ge=1, description="Examples used for the Fisher.")
 
-    timeout_seconds: int = Field(7 * 24 * 3600, ge=1, description="DDP timeout (multi-GPU).")
+    timeout_seconds: int = Field(
+        default=7 * 24 * 3600, ge=1, description="DDP timeout (multi-GPU)."
+    )
 
     # callbacks
     early_stopping_patience: int = Field(
-        5, ge=1, description="Validations without improvement before a repository stops."
+        default=5, ge=1, description="Validations without improvement before a repository stops."
     )
     early_stopping_monitor: str = Field(
-        "Recall@10_val", description=f"Metric early stopping watches: {', '.join(MONITORS)}."
+        default="Recall@10_val",
+        description=f"Metric early stopping watches: {', '.join(MONITORS)}.",
     )
     early_stopping_mode: Literal["min", "max"] = Field(
-        "max", description="Whether the monitored metric should fall (min) or rise (max)."
+        default="max", description="Whether the monitored metric should fall (min) or rise (max)."
     )
     checkpoint_save_top_k: int = Field(
-        1, ge=-1, description="Best checkpoints kept while training (-1: all)."
+        default=1, ge=-1, description="Best checkpoints kept while training (-1: all)."
     )
-    checkpoint_every_n_epochs: int = Field(1, ge=1, description="Epochs between checkpoints.")
+    checkpoint_every_n_epochs: int = Field(
+        default=1, ge=1, description="Epochs between checkpoints."
+    )
     checkpoint_monitor: str = Field(
-        "Recall@10_val",
+        default="Recall@10_val",
         description=f"Metric that picks the checkpoint kept: {', '.join(MONITORS)}.",
     )
     checkpoint_mode: Literal["min", "max"] = Field(
-        "max", description="Whether the checkpoint metric should fall (min) or rise (max)."
+        default="max", description="Whether the checkpoint metric should fall (min) or rise (max)."
     )
 
     # logging
-    log_every_n_steps: int = Field(1, ge=1, description="Steps between logged training metrics.")
-    num_sanity_val_steps: int = Field(
-        0, ge=0, description="Validation batches run before training, as a check."
+    log_every_n_steps: int = Field(
+        default=1, ge=1, description="Steps between logged training metrics."
     )
-    enable_progress_bar: bool = Field(True, description="Show Lightning's progress bar.")
+    num_sanity_val_steps: int = Field(
+        default=0, ge=0, description="Validation batches run before training, as a check."
+    )
+    enable_progress_bar: bool = Field(default=True, description="Show Lightning's progress bar.")
 
     seed: int = Field(
-        3407, description="Seed of shuffling, negative sampling and the Fisher's examples."
+        default=3407, description="Seed of shuffling, negative sampling and the Fisher's examples."
     )
     output_dir: Path = Field(
-        Path("outputs/retriever"), description="Where each repository's checkpoint is written."
+        default=Path("outputs/retriever"),
+        description="Where each repository's checkpoint is written.",
     )
 
     @field_validator("precision")

@@ -13,7 +13,7 @@ class SFTTrainerConfig(HFTrainerConfig):
     """The shared tactic-trainer fields, and how long an example may be."""
 
     max_length: int | None = Field(
-        1024,
+        default=1024,
         ge=8,
         description="Tokens kept of each example (longer ones lose their end; one whose "
         "completion is cut away entirely is dropped); None: no limit.",

@@ -97,7 +97,7 @@ class LeanDojoWriter:
         )
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> bool | None:
         if exc_type is None:
             for handle in self._splits.values():
                 handle.write("]")

@@ -155,7 +155,9 @@ def rank_samples(
         if tactic is not None and tactic.startswith(prefix):
             kept.append((text, tactic, logprob))
     if all(logprob is not None for _, _, logprob in kept):
-        return rank_tactics([(text, lp) for text, _, lp in kept], prompt_format, k)
+        return rank_tactics(
+            [(text, lp) for text, _, lp in kept if lp is not None], prompt_format, k
+        )
     counts = Counter(collapse_whitespace(tactic) for _, tactic, _ in kept)
     shares = [
         (text, math.log(counts[collapse_whitespace(tactic)] / len(replies)))

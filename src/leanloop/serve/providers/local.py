@@ -5,7 +5,7 @@ encoder through ``PremiseRetriever``; each loaded once on its own thread and fed
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from leanloop.errors import LeanloopError
 from leanloop.ml.generation import rank_tactics
@@ -70,7 +70,7 @@ class LocalGenerator(GeneratorBackend):
     # -- on the worker's thread ------------------------------------------------------------------
 
     def _run(self, key: Hashable, items: list[Any]) -> list[Any]:
-        kind, n, *rest = key  # type: ignore[misc]
+        kind, n, *rest = cast("tuple[Any, ...]", key)  # the keys made above are tuples
         if kind == "tactics":
             return self._tactics(items, n)
         options, logprobs = rest
