@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time a name loads on first u
     from leanloop.data.records import TheoremStatus as TheoremStatus
     from leanloop.data.records import TracedTactic as TracedTactic
     from leanloop.database.dynamic import DynamicDatabase as DynamicDatabase
+    from leanloop.database.generate import generate_benchmark as generate_benchmark
     from leanloop.database.splits import SplitConfig as SplitConfig
     from leanloop.errors import LeanloopError as LeanloopError
     from leanloop.lean.pantograph import PantographServer as PantographServer

@@ -109,24 +109,24 @@ class Settings(BaseSettings):
     cache_dir: Path = Field(
         default_factory=lambda: _user_dir("cache"), validation_alias="LEANLOOP_CACHE_DIR"
     )
-    database: str | None = Field(None, validation_alias="LEANLOOP_DB")
+    database: str | None = Field(default=None, validation_alias="LEANLOOP_DB")
     fixtures: Path | None = Field(
         default_factory=_checkout_fixtures, validation_alias="LEANLOOP_FIXTURES"
     )
-    benchmarks: Path | None = Field(None, validation_alias="LEANLOOP_BENCHMARKS")
-    device: str | None = Field(None, validation_alias="LEANLOOP_DEVICE")
-    repl: Path | None = Field(None, validation_alias="LEANLOOP_REPL")
-    pantograph: Path | None = Field(None, validation_alias="LEANLOOP_PANTOGRAPH")
-    progress_model: Path | None = Field(None, validation_alias="LEANPROGRESS_MODEL")
-    serve_config: Path | None = Field(None, validation_alias="LEANLOOP_SERVE_CONFIG")
+    benchmarks: Path | None = Field(default=None, validation_alias="LEANLOOP_BENCHMARKS")
+    device: str | None = Field(default=None, validation_alias="LEANLOOP_DEVICE")
+    repl: Path | None = Field(default=None, validation_alias="LEANLOOP_REPL")
+    pantograph: Path | None = Field(default=None, validation_alias="LEANLOOP_PANTOGRAPH")
+    progress_model: Path | None = Field(default=None, validation_alias="LEANPROGRESS_MODEL")
+    serve_config: Path | None = Field(default=None, validation_alias="LEANLOOP_SERVE_CONFIG")
     elan_home: Path = Field(
         default_factory=lambda: Path.home() / ".elan", validation_alias="ELAN_HOME"
     )
     github_token: str | None = Field(
-        None, validation_alias=AliasChoices("GITHUB_TOKEN", "GITHUB_ACCESS_TOKEN")
+        default=None, validation_alias=AliasChoices("GITHUB_TOKEN", "GITHUB_ACCESS_TOKEN")
     )
-    hub_offline: bool = Field(False, validation_alias="HF_HUB_OFFLINE")
-    threads: int | None = Field(None, ge=0, validation_alias="OMP_NUM_THREADS")
+    hub_offline: bool = Field(default=False, validation_alias="HF_HUB_OFFLINE")
+    threads: int | None = Field(default=None, ge=0, validation_alias="OMP_NUM_THREADS")
 
     @classmethod
     def settings_customise_sources(
