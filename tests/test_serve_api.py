@@ -327,6 +327,7 @@ def test_overload_is_429_then_503_never_a_long_wait(server, held):
     assert third.headers["retry-after"] == "1"
     assert "model 'held' is busy" in third.json()["detail"]
     assert waited.status_code == 503 and "no turn within 0.5 s" in waited.json()["detail"]
+    assert waited.headers["retry-after"] == "1"
     assert first.status_code == 200 and first.json()["outputs"][0]["score"] == 0.5
 
 

@@ -30,7 +30,8 @@ def serve(
         True, "--access-log/--no-access-log", help="Log a line for every request."
     ),
 ) -> None:
-    """Serve models over HTTP (see docs/serving.md); stop with Ctrl-C, requests in flight finish."""
+    """Serve models over HTTP (see docs/serving.md); stop with Ctrl-C or SIGTERM: queued requests
+    get 503, those running have the configured shutdown_timeout to finish."""
     import uvicorn
 
     from leanloop.serve.application import create_app
@@ -56,7 +57,9 @@ def serve(
             create_app(settings),
             host=settings.host,
             port=settings.port,
-            timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout),  # whole seconds
+            # whole seconds; the server ends what runs after shutdown_timeout itself, this is
+            # uvicorn's own limit behind it
+            timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout) + 1,
             access_log=access_log,
             log_level="info",
         )
