@@ -36,6 +36,7 @@ def serve(
 
     from leanloop.serve.application import create_app
     from leanloop.serve.config import ServeConfig
+    from leanloop.serve.sources import check_sources
     from leanloop.settings import Settings
 
     path = user_path(config) if config is not None else Settings.from_env().serve_config
@@ -47,6 +48,7 @@ def serve(
     settings = ServeConfig.load(path)
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     settings = settings.model_copy(update=overrides)
+    check_sources(settings, str(path))  # a model that is not there: one line, before uvicorn
     err_console.print(
         f"serving {len(settings.models)} model(s) from {path} on "
         f"http://{settings.host}:{settings.port}",

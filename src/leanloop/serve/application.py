@@ -1,7 +1,8 @@
 """The model server as an ASGI application: the routes, and what is set up when it starts (the
-configuration — given, or read from ``$LEANLOOP_SERVE_CONFIG`` —, the models, the keys, CORS,
-the body limit) and closed when it stops, both through FastAPI's lifespan; a configuration that
-does not load stops the start with one line. Stopping is graceful: see ``lifecycle``."""
+configuration — given, or read from ``$LEANLOOP_SERVE_CONFIG`` —, the models, each local model's
+checkpoint found, the keys, CORS, the body limit) and closed when it stops, both through FastAPI's
+lifespan; a configuration that does not load, or names a model that is not there, stops the start
+with one line. Stopping is graceful: see ``lifecycle``."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from leanloop.serve.providers import Backend
 from leanloop.serve.registry import ModelRegistry
 from leanloop.serve.responses import error_response, install_error_handlers
 from leanloop.serve.rewards import ProgressModel
+from leanloop.serve.sources import check_sources
 from leanloop.serve.state import ServerState
 from leanloop.serve.verifier import ServerFactory, Verifier
 
@@ -221,6 +223,10 @@ class LeanloopServer:
                     "'leanloop serve --config FILE'",
                 )
             config = ServeConfig.load(settings.serve_config)
+            source = str(settings.serve_config)
+        else:
+            source = "the server configuration"
+        check_sources(config, source, skip=set(self.backends or ()))
         keys = Secrets()
         api_key = (
             keys.key(config.api_key_env, "this server's API key") if config.api_key_env else None
