@@ -1,11 +1,15 @@
 """Test material for the model server: a real uvicorn server on loopback in a thread, a local HTTP
 server that speaks a model provider's wire format (OpenAI chat completions, Anthropic messages,
-Gemini generateContent) and can be slow, fail or answer garbage, and a tiny progress model."""
+Gemini generateContent) and can be slow, fail or answer garbage, a tiny progress model, and a
+stand-in for a local model whose batches take a fixed time (or wait until released), served by
+the real local backend and batch worker — in a test's thread or a uvicorn process."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -207,3 +211,94 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         time.sleep(0.01)
+
+
+class StandinTokenizer:
+    """What the local backend asks of a tokenizer: the chat as text (its last message), and
+    tokens (words)."""
+
+    def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
+        return messages[-1]["content"]
+
+    def __call__(self, text: str, **_: Any) -> dict[str, list[str]]:
+        return {"input_ids": text.split()}
+
+
+class StandinModel:
+    """A stand-in for ``TacticGenerator`` with a fixed latency: each batch takes ``latency``
+    seconds on the model's thread, after waiting while ``hold`` is clear; prompt ``P`` gets the
+    replies ``exact P_0``, ``exact P_1``, ... Records the prompts of every batch it started and
+    counts the batches it finished."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        from leanloop.data.prompt import PromptFormat
+
+        self.latency = latency
+        self.hold = threading.Event()
+        self.hold.set()
+        self.batches: list[list[str]] = []
+        self.finished = 0
+        self.prompt_format = PromptFormat()
+        self.tokenizer = StandinTokenizer()
+
+    def prompt_text(self, state: str) -> str:
+        return state
+
+    def generate_replies(
+        self, prompts: list[str], k: int = 8, **_: Any
+    ) -> list[list[tuple[str, float]]]:
+        self.batches.append(list(prompts))
+        self.hold.wait()
+        time.sleep(self.latency)
+        self.finished += 1
+        return [[(f"exact {prompt}_{i}", -0.1 * (i + 1)) for i in range(k)] for prompt in prompts]
+
+
+def standin_backend(config: Any, name: str, model: StandinModel) -> Any:
+    """The server's own local backend (batch worker, gate) for model ``name`` of ``config``,
+    running ``model``."""
+    from leanloop.serve.admission import Gate
+    from leanloop.serve.providers.local import LocalGenerator
+
+    class StandinGenerator(LocalGenerator):
+        def _load_checkpoint(self) -> Any:
+            return model
+
+    entry = config.model(name)
+    gate = Gate(
+        name,
+        concurrency=entry.max_concurrency,
+        max_queue=config.max_queue,
+        max_wait=config.max_queue_wait,
+    )
+    return StandinGenerator(entry, gate)
+
+
+def standin_app() -> Any:
+    """``uvicorn --factory tests.serve_support:standin_app``: the server of
+    ``$LEANLOOP_SERVE_CONFIG`` with each ``hf`` model a stand-in whose batches take
+    ``$LEANLOOP_TEST_LATENCY`` seconds."""
+    from leanloop.serve import ServeConfig, create_app
+
+    config = ServeConfig.load(os.environ["LEANLOOP_SERVE_CONFIG"])
+    latency = float(os.environ.get("LEANLOOP_TEST_LATENCY", "0"))
+    backends = {
+        m.name: standin_backend(config, m.name, StandinModel(latency))
+        for m in config.models
+        if m.provider == "hf"
+    }
+    return create_app(config, backends=backends)
+
+
+def open_request(url: str, path: str, body: Any) -> socket.socket:
+    """A client that sends ``POST path`` with the JSON ``body`` and does not read the answer
+    (close the socket to leave)."""
+    host, port = url.removeprefix("http://").split(":")
+    data = json.dumps(body).encode()
+    client = socket.create_connection((host, int(port)))
+    client.sendall(
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\n\r\n".encode()
+        + data
+    )
+    return client

@@ -279,7 +279,9 @@ def test_text_that_is_not_unicode_is_a_422(client, path, body, field):
 
 def test_use_reward_without_a_progress_model_is_a_400(tiny_dir, monkeypatch):
     monkeypatch.delenv("LEANPROGRESS_MODEL", raising=False)
-    config = ServeConfig.from_dict({"models": [{"name": "t", "provider": "hf", "model": "x"}]})
+    config = ServeConfig.from_dict(
+        {"models": [{"name": "t", "provider": "hf", "model": str(tiny_dir)}]}
+    )
     with live_server(create_app(config)) as url:
         answer = httpx.post(
             f"{url}/generate", json={"name": "t", "input": GOAL, "use_reward": True}
@@ -290,15 +292,22 @@ def test_use_reward_without_a_progress_model_is_a_400(tiny_dir, monkeypatch):
 
 
 def test_a_model_that_does_not_load_is_a_503(tmp_path):
+    """A directory that is there but holds no model passes the start's check and fails its
+    load (a path that is not there stops the start: tests/test_serve_startup.py)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
     config = ServeConfig.from_dict(
-        {"models": [{"name": "t", "provider": "hf", "model": str(tmp_path / "missing")}]}
+        {"models": [{"name": "t", "provider": "hf", "model": str(empty)}]}
     )
     with live_server(create_app(config)) as url:
         answer = httpx.post(f"{url}/generate", json={"name": "t", "input": GOAL})
         status = httpx.get(f"{url}/models").json()["models"][0]
     assert answer.status_code == 503
-    assert "model 't' could not be loaded: model path" in answer.json()["detail"]
-    assert status["loaded"] is False and "does not exist" in status["error"]
+    assert (
+        f"model 't' could not be loaded: model path {empty} holds no model"
+        in (answer.json()["detail"])
+    )
+    assert status["loaded"] is False and "holds no model" in status["error"]
 
 
 def test_overload_is_429_then_503_never_a_long_wait(server, held):
@@ -327,6 +336,7 @@ def test_overload_is_429_then_503_never_a_long_wait(server, held):
     assert third.headers["retry-after"] == "1"
     assert "model 'held' is busy" in third.json()["detail"]
     assert waited.status_code == 503 and "no turn within 0.5 s" in waited.json()["detail"]
+    assert waited.headers["retry-after"] == "1"
     assert first.status_code == 200 and first.json()["outputs"][0]["score"] == 0.5
 
 

@@ -30,11 +30,13 @@ def serve(
         True, "--access-log/--no-access-log", help="Log a line for every request."
     ),
 ) -> None:
-    """Serve models over HTTP (see docs/serving.md); stop with Ctrl-C, requests in flight finish."""
+    """Serve models over HTTP (see docs/serving.md); stop with Ctrl-C or SIGTERM: queued requests
+    get 503, those running have the configured shutdown_timeout to finish."""
     import uvicorn
 
     from leanloop.serve.application import create_app
     from leanloop.serve.config import ServeConfig
+    from leanloop.serve.sources import check_sources
     from leanloop.settings import Settings
 
     path = user_path(config) if config is not None else Settings.from_env().serve_config
@@ -46,6 +48,7 @@ def serve(
     settings = ServeConfig.load(path)
     overrides = {k: v for k, v in (("host", host), ("port", port)) if v is not None}
     settings = settings.model_copy(update=overrides)
+    check_sources(settings, str(path))  # a model that is not there: one line, before uvicorn
     err_console.print(
         f"serving {len(settings.models)} model(s) from {path} on "
         f"http://{settings.host}:{settings.port}",
@@ -56,7 +59,9 @@ def serve(
             create_app(settings),
             host=settings.host,
             port=settings.port,
-            timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout),  # whole seconds
+            # whole seconds; the server ends what runs after shutdown_timeout itself, this is
+            # uvicorn's own limit behind it
+            timeout_graceful_shutdown=math.ceil(settings.shutdown_timeout) + 1,
             access_log=access_log,
             log_level="info",
         )

@@ -1,15 +1,18 @@
 """The model server as an ASGI application: the routes, and what is set up when it starts (the
-configuration — given, or read from ``$LEANLOOP_SERVE_CONFIG`` —, the models, the keys, CORS,
-the body limit) and closed when it stops; a configuration that does not load stops the start with
-one line."""
+configuration — given, or read from ``$LEANLOOP_SERVE_CONFIG`` —, the models, each local model's
+checkpoint found, the keys, CORS, the body limit) and closed when it stops, both through FastAPI's
+lifespan; a configuration that does not load, or names a model that is not there, stops the start
+with one line. Stopping is graceful: see ``lifecycle``."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import FastAPI
@@ -23,10 +26,12 @@ from leanloop.serve import chat, copilot, kimina, playground, status
 from leanloop.serve.admission import Gate
 from leanloop.serve.config import ServeConfig
 from leanloop.serve.keys import Secrets, same_key
+from leanloop.serve.lifecycle import STOPPING, RequestWatch, StopSignals
 from leanloop.serve.providers import Backend
 from leanloop.serve.registry import ModelRegistry
 from leanloop.serve.responses import error_response, install_error_handlers
 from leanloop.serve.rewards import ProgressModel
+from leanloop.serve.sources import check_sources
 from leanloop.serve.state import ServerState
 from leanloop.serve.verifier import ServerFactory, Verifier
 
@@ -39,9 +44,11 @@ OPEN_PATHS = frozenset({"/", "/health", "/openapi.json", "/docs", "/docs/oauth2-
 _LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "leanloop")
 
 
-def build_api() -> FastAPI:
-    """The routes and error handlers (no configuration needed)."""
+def build_api(lifespan: Any = None) -> FastAPI:
+    """The routes and error handlers (no configuration needed); ``lifespan`` sets up and closes
+    what they use."""
     api = FastAPI(
+        lifespan=lifespan,
         title="leanloop model server",
         version=__version__,
         description="Tactic generation (Lean Copilot's API), embeddings, LeanProgress rewards, "
@@ -145,8 +152,13 @@ class LeanloopServer:
         self.config = config
         self.backends = backends
         self.verifier_factory = verifier_factory
-        self.api = build_api()
+        self.api = build_api(lifespan=self._lifespan)
         self._entry: ASGIApp | None = None
+        self._watch: RequestWatch | None = None
+        self._finishing: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._signals = StopSignals(self.begin_shutdown)
+        self._start_error: LeanloopError | None = None
         self._filters: list[tuple[logging.Handler, logging.Filter]] = []
 
     @property
@@ -155,31 +167,46 @@ class LeanloopServer:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            await self._lifespan(receive, send)
+            await self._run_lifespan(scope, receive, send)
         elif self._entry is None:
             await self.api(scope, receive, send)  # not started: the routes answer 503
         else:
             await self._entry(scope, receive, send)
 
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                try:
-                    await self.start()
-                except LeanloopError as exc:
-                    await send({"type": "lifespan.startup.failed", "message": f"error: {exc}"})
-                    return
-                # what start-up made lives as long as the server: exempt it from the cycle
-                # collector's full passes, which otherwise pause requests for tens of ms
-                gc.collect()
-                gc.freeze()
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.stop()
-                gc.unfreeze()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+    async def _run_lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """FastAPI's lifespan, with a start that fails for a reason the user can fix reported
+        as its one line (not a traceback)."""
+
+        async def send_one_line(message: Message) -> None:
+            if message["type"] == "lifespan.startup.failed" and self._start_error is not None:
+                message = {**message, "message": f"error: {self._start_error}"}
+            await send(message)
+
+        try:
+            await self.api(scope, receive, send_one_line)
+        except LeanloopError as exc:
+            if exc is not self._start_error:
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, api: FastAPI) -> AsyncIterator[None]:
+        self._start_error = None
+        try:
+            await self.start()
+        except LeanloopError as exc:
+            self._start_error = exc
+            raise
+        # what start-up made lives as long as the server: exempt it from the cycle collector's
+        # full passes, which otherwise pause requests for tens of ms
+        gc.collect()
+        gc.freeze()
+        self._signals.install()
+        try:
+            yield
+        finally:
+            self._signals.remove()
+            await self.stop()
+            gc.unfreeze()
 
     async def start(self) -> None:
         """Read the configuration and set everything up (models load later, or now with
@@ -196,6 +223,10 @@ class LeanloopServer:
                     "'leanloop serve --config FILE'",
                 )
             config = ServeConfig.load(settings.serve_config)
+            source = str(settings.serve_config)
+        else:
+            source = "the server configuration"
+        check_sources(config, source, skip=set(self.backends or ()))
         keys = Secrets()
         api_key = (
             keys.key(config.api_key_env, "this server's API key") if config.api_key_env else None
@@ -219,7 +250,8 @@ class LeanloopServer:
             started=int(time.time()),
         )
         entry: ASGIApp = RequestBodyLimitMiddleware(self.api, config.max_body_bytes)
-        entry = Guard(entry, api_key, config.max_body_bytes)
+        self._watch = RequestWatch(entry)
+        entry = Guard(self._watch, api_key, config.max_body_bytes)
         if config.cors_origins:
             entry = CORSMiddleware(
                 entry,
@@ -230,15 +262,47 @@ class LeanloopServer:
             )
         self.api.state.leanloop = state
         self._entry = entry
+        self._finishing = None
+        self._loop = asyncio.get_running_loop()
         names = ", ".join(m.name for m in config.models) or "none"
         log.info("models: %s", names)
         if config.preload:
             await state.models.preload()
 
+    def begin_shutdown(self) -> None:
+        """Stop admitting: new requests and the queued ones get a JSON 503 from now on, the
+        ones running have ``shutdown_timeout`` seconds to finish and are then cancelled with a
+        JSON 503. Runs in the event loop: on SIGTERM or SIGINT under uvicorn, else when the
+        server stops (``shutdown_soon`` asks for it from any thread)."""
+        state, watch = self.state, self._watch
+        if state is None or watch is None or watch.stopping:
+            return
+        watch.stop()
+        grace = state.config.shutdown_timeout
+        log.info(
+            "shutting down: new and queued requests get 503; %d in flight have %g s to finish",
+            len(watch.active),
+            grace,
+        )
+        state.drain(STOPPING)
+        self._finishing = asyncio.get_running_loop().create_task(watch.finish(grace))
+
+    def shutdown_soon(self) -> None:
+        """``begin_shutdown`` from any thread (the server itself stops when its ASGI server
+        does)."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self.begin_shutdown)
+
     async def stop(self) -> None:
-        """Close the models, the progress model and the Lean servers."""
+        """Let the requests in flight end (``begin_shutdown``), then close the models, the
+        progress model and the Lean servers."""
+        self.begin_shutdown()
+        if self._finishing is not None:
+            await self._finishing
         state = self.state
         self._entry = None
+        self._watch = None
+        self._loop = None
         self.api.state.leanloop = None
         if state is not None:
             await state.close()

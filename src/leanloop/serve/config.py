@@ -170,7 +170,8 @@ class ServeConfig(BaseModel):
     max_queue_wait: float = Field(
         default=30.0,
         gt=0,
-        description="Seconds a request may wait for its model before it is refused with 503.",
+        description="Seconds a request may wait for its turn at its model; when they run out it "
+        "is refused with 503 and Retry-After at once (the batch running does not delay it).",
     )
     max_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Largest request body accepted (413 beyond)."
@@ -185,7 +186,11 @@ class ServeConfig(BaseModel):
         description="Origins allowed to call the server from a browser ('*' for any).",
     )
     shutdown_timeout: float = Field(
-        default=30.0, gt=0, description="Seconds requests in flight may take to finish on shutdown."
+        default=30.0,
+        gt=0,
+        description="The grace period on shutdown (SIGTERM, Ctrl-C): seconds the requests "
+        "running may take to finish; queued and new requests get 503 at once, and the requests "
+        "still running when it ends get 503.",
     )
 
     @model_validator(mode="after")

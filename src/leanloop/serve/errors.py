@@ -8,12 +8,16 @@ from leanloop.errors import LeanloopError
 
 
 class ServeError(LeanloopError):
-    """A failure answered with ``status`` and the one-line ``message``."""
+    """A failure answered with ``status`` and the one-line ``message`` (and ``Retry-After`` when
+    ``retry_after`` says when trying again makes sense)."""
 
     status: int = 400
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, hint: str | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message, hint=hint)
+        self.retry_after = retry_after
 
 
 class BadRequest(ServeError):
@@ -30,8 +34,7 @@ class Overloaded(ServeError):
     status = 429
 
     def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+        super().__init__(message, retry_after=retry_after)
 
 
 class UpstreamFailure(ServeError):
@@ -42,7 +45,7 @@ class UpstreamFailure(ServeError):
 
 class Unavailable(ServeError):
     """The server cannot do this now: a model that does not load, Lean that is not installed, a
-    queue wait that ran out."""
+    queue wait that ran out, a server that is shutting down."""
 
     status = 503
 

@@ -28,6 +28,7 @@ class ModelStatus(BaseModel):
     kind: Kind = Field(description="generator or encoder.")
     provider: Provider = Field(description="Where the model runs.")
     loaded: bool = Field(description="Whether it is loaded (local) or its client is ready.")
+    queued: int = Field(description="Requests waiting for the model or running on it now.")
     error: str | None = omitted_when_null(description="Why its last load failed, if it did.")
 
 
@@ -109,6 +110,7 @@ class ModelRegistry:
                 kind=backend.config.kind or "generator",
                 provider=backend.config.provider,
                 loaded=backend.loaded,
+                queued=backend.gate.pending,
                 error=self._errors.get(name),
             )
             for name, backend in self._backends.items()
@@ -122,6 +124,11 @@ class ModelRegistry:
                     await self.ready(name)
                 except ServeError as exc:
                     log.warning("%s", exc)
+
+    def drain(self, reason: str) -> None:
+        """Refuse new and waiting requests with 503 saying ``reason``; the running ones go on."""
+        for backend in self._backends.values():
+            backend.gate.close(reason)
 
     async def close(self) -> None:
         for backend in self._backends.values():

@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from leanloop.serve.errors import Overloaded, ServeError
+from leanloop.serve.errors import ServeError
 
 log = logging.getLogger("leanloop.serve")
 
@@ -24,6 +24,11 @@ _OPENAI_TYPES = {
     422: "invalid_request_error",
     429: "rate_limit_error",
 }
+
+
+def retry_after(seconds: float) -> str:
+    """The ``Retry-After`` header's value: whole seconds, at least one."""
+    return str(max(1, round(seconds)))
 
 
 def request_id(scope: Any) -> str:
@@ -70,8 +75,8 @@ def _field(loc: tuple[Any, ...]) -> str:
 async def _serve_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServeError)
     headers = None
-    if isinstance(exc, Overloaded):
-        headers = {"Retry-After": str(max(1, round(exc.retry_after)))}
+    if exc.retry_after is not None:
+        headers = {"Retry-After": retry_after(exc.retry_after)}
     if exc.status >= 500:
         log.warning("request %s: %s", request_id(request.scope), exc)
     return error_response(request.url.path, exc.status, str(exc), headers=headers)

@@ -1,5 +1,6 @@
 """What the routes share while the server runs: the configuration, the models, the progress model,
-the Lean verifier and the keys; built when the server starts, closed when it stops."""
+the Lean verifier and the keys; built when the server starts, drained and closed when it
+stops."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ class ServerState:
     progress: ProgressModel
     verifier: Verifier
     started: int  # when the server started (seconds since the epoch)
+
+    def drain(self, reason: str) -> None:
+        """Refuse new and queued requests (models and Lean) with 503 saying ``reason``."""
+        self.models.drain(reason)
+        self.verifier.gate.close(reason)
 
     async def close(self) -> None:
         await self.models.close()
