@@ -127,12 +127,13 @@ def test_leanloop_serve_stops_with_the_error_line_before_serving(tmp_path):
         cwd=tmp_path,
     )
     assert result.returncode == 1
-    error, hint = result.stderr.strip().splitlines()  # the error's line and its hint's
+    (line,) = result.stderr.strip().splitlines()  # one line: the error and its hint
+    error, hint = line.split("; hint: ")
     assert error == (
         f"error: {path}, field 'models[prover].model': './checkpoints/prover' does not exist "
         "and is not a packaged model"
     )
-    assert hint.startswith("  hint: expected an existing model directory or checkpoint")
+    assert hint.startswith("expected an existing model directory or checkpoint")
 
 
 def test_start_and_stop_run_in_fastapis_lifespan():
