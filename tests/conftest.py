@@ -19,6 +19,12 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` run first, so that on several processes (``-n 2``) the long ones
+    do not start last and leave one process working alone at the end."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def fixtures_root() -> Path:
     """``$LEANLOOP_FIXTURES``, by default ``../shared/fixtures`` beside the repository."""
     return Path(os.environ.get("LEANLOOP_FIXTURES") or REPO_ROOT.parent / "shared" / "fixtures")
