@@ -28,6 +28,7 @@ from leanloop.lean.server import LeanServer
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProofMode, ProverConfig
 from leanloop.prover.run import Servers, run_proofs
+from leanloop.words import count_of
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
@@ -108,11 +109,11 @@ class SorryReport(BaseModel):
             found = sum(row.status is AttemptStatus.REPLAYED for row in self.rows)
             return (
                 f"replay of recorded steps, not proving (no Lean checked anything, no file was "
-                f"written): the recorded proof was found again for {found} of {len(self.rows)} "
-                f"theorems ({counts or 'none tried'})"
+                f"written): the recorded proof was found again for "
+                f"{count_of(found, len(self.rows), 'theorem')} ({counts or 'none tried'})"
             )
         return (
-            f"{len(self.written)} of {len(self.rows)} sorries proved by Lean and written "
+            f"{count_of(len(self.written), len(self.rows), 'sorry')} proved by Lean and written "
             f"({counts or 'none tried'})"
         )
 
