@@ -193,10 +193,11 @@ def test_training_says_how_it_goes(ewc_run):
     assert re.fullmatch(
         r"retriever: training, \d+ batch(es)? per epoch \(at most 2 epochs\)", starts[0]
     )
-    epochs = [line for line in PROGRESS if " done: " in line]
+    epochs = [line for line in PROGRESS if " ended at step " in line]
     assert len(epochs) == 4  # two epochs per repository
     assert re.match(
-        r"retriever: epoch 1 done: epoch 1, step \d+, loss \d+\.\d{3}, R@10 on val ", epochs[0]
+        r"retriever: epoch 1 ended at step \d+, loss \d+\.\d{3}, R@10 on val \d+\.\d %, \d+ s$",
+        epochs[0],
     )
     ends = [line for line in PROGRESS if line.startswith("retriever: training ended after ")]
     assert len(ends) == 2

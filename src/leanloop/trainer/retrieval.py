@@ -70,7 +70,7 @@ def _ddp(config):
 
 def training_lines(
     say: Callable[[str], None],
-    every_seconds: float = 10.0,
+    every_seconds: float = 30.0,
     label: str = "retriever",
     max_seconds: float | None = None,
 ):
@@ -122,8 +122,8 @@ def training_lines(
             recall = number(trainer.callback_metrics.get("Recall@10_val"))
             measured = "" if recall is None else f", R@10 on val {percent(recall)}"
             say(
-                f"{label}: epoch {trainer.current_epoch + 1} done: {self._where(trainer)}"
-                f"{measured}, {self.said - self.started:.0f} s"
+                f"{label}: epoch {trainer.current_epoch + 1} ended at step {trainer.global_step}"
+                f"{self._loss()}{measured}, {self.said - self.started:.0f} s"
             )
 
         def on_train_end(self, trainer, pl_module) -> None:
@@ -132,9 +132,11 @@ def training_lines(
                 f"{time.perf_counter() - self.started:.0f} s"
             )
 
+        def _loss(self) -> str:
+            return "" if self.loss is None else f", loss {self.loss:.3f}"
+
         def _where(self, trainer) -> str:
-            loss = "" if self.loss is None else f", loss {self.loss:.3f}"
-            return f"epoch {trainer.current_epoch + 1}, step {trainer.global_step}{loss}"
+            return f"epoch {trainer.current_epoch + 1}, step {trainer.global_step}{self._loss()}"
 
     return TrainingLines()
 
@@ -152,7 +154,7 @@ class RetrievalTrainer(CurriculumTrainer):
     ``metrics.json`` and ``training_curves.png``. ``callbacks`` are extra Lightning callbacks.
 
     Progress shows on Lightning's progress bar (``enable_progress_bar``); with the bar off,
-    a line every few seconds and after each epoch (epoch, step, loss) goes to ``progress``
+    a line every 30 seconds and after each epoch (epoch, step, loss) goes to ``progress``
     (default: this module's logger, at INFO).
     """
 
