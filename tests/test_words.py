@@ -3,6 +3,7 @@ percentages."""
 
 from __future__ import annotations
 
+from leanloop.agent.evaluation import ProgressEvaluation, RetrievalEvaluation, TacticEvaluation
 from leanloop.words import count_of, percent, plural, plural_of, share
 
 
@@ -36,3 +37,26 @@ def test_counts_and_rates():
     assert share(0, 0, "step") == "0 of 0 steps"  # no rate of nothing
     assert percent(0.034) == "3.4 %"
     assert percent(1.0, 0) == "100 %"
+
+
+def test_evaluation_summaries_read_as_counts_and_percentages():
+    where = {"checkpoint": "out", "dataset": "data", "split": "random/test"}
+    tactics = TacticEvaluation(**where, k=4, steps=40, top1=0.25, topk=0.5)
+    assert str(tactics) == (
+        "tactics on random/test of data: top-1 10 of 40 steps (25 %), top-4 20 of 40 (50 %)"
+    )
+    retrieval = RetrievalEvaluation(
+        **where,
+        steps=1,
+        recall_at_1=0.0,
+        recall_at_10=1.0,
+        mrr=0.25,
+        pool="corpus.jsonl",
+        pool_premises=12,
+    )
+    assert str(retrieval) == (
+        "retrieval on random/test of data: R@1 0.0 %, R@10 100.0 %, MRR 0.250 on 1 step; "
+        "candidates: the 12 premises of corpus.jsonl"
+    )
+    progress = ProgressEvaluation(**where, rows=7, mae=1.234, mse=2.5)
+    assert str(progress).endswith(": MAE 1.23 steps, MSE 2.50 over 7 proof steps")
