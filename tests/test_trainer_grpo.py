@@ -299,3 +299,27 @@ def test_reward_lists_are_checked():
         as_reward_list(1.0, 1)
     with pytest.raises(LeanloopError, match="of type str"):
         as_reward_list(["1"], 1)
+
+
+def test_progress_bars_say_what_they_count(capsys):
+    """With progress bars on, the training bar names the repository and the evaluation bar
+    says what the evaluation measures (it was an unlabelled bar)."""
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from leanloop.trainer.hf_common import labelled_progress
+
+    bars = labelled_progress(
+        "example/project", "evaluating 2 prompts of the val split: the mean reward"
+    )
+    args = TrainingArguments(output_dir="unused", report_to="none", use_cpu=True)
+    state, control = TrainerState(max_steps=1), TrainerControl()
+    bars.on_train_begin(args, state, control)
+    state.global_step = 1
+    bars.on_step_end(args, state, control)
+    bars.on_train_end(args, state, control)
+    for _ in range(2):
+        bars.on_prediction_step(args, state, control, eval_dataloader=[0, 1])
+    bars.on_evaluate(args, state, control)
+    err = capsys.readouterr().err
+    assert "training on example/project" in err
+    assert "evaluating 2 prompts of the val split: the mean reward" in err and "2/2" in err
