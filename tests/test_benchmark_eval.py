@@ -725,7 +725,7 @@ def test_prove_benchmark_command_offline(recorded, tmp_path, capsys):
     expected = sum(_lean_accepted(row) for row in rows.values())
     assert sum(line["status"] == "verified" for line in lines) == expected
     assert all(line["proof"] for line in lines if line["status"] == "verified")
-    assert "recorded verdicts" in err and f"{expected}/{len(rows)} verified" in err
+    assert "recorded verdicts" in err and f"{expected} of {len(rows)} problems verified" in err
     reports = list((tmp_path / "out").glob("*/report.json"))
     assert len(reports) == 1
     figures = json.loads(reports[0].read_text())
@@ -737,7 +737,7 @@ def test_prove_benchmark_command_offline(recorded, tmp_path, capsys):
     assert len(database.get_theorems(repository)) == len(rows)
     # a rerun makes nothing again, and reports the same
     code, out, err = run_cli(capsys, *args[:-1])
-    assert code == 0 and f"{expected}/{len(rows)} verified" in out
+    assert code == 0 and f"{expected} of {len(rows)} problems verified" in out
     assert len(database.get_attempts()) == len(rows)
 
 

@@ -4,8 +4,8 @@ inside functions): data flows one way, and no package imports from a layer to it
     lean → data → tracing → database → ml → retrieval → trainer | prover → agent | serve → cli
 
 Packages on one step separated by '|' are siblings and do not import each other. The root
-modules (errors, settings, configfile, lazy, atomic) and ``leanloop.__version__`` may be imported
-from anywhere; the root modules import no package."""
+modules (errors, settings, configfile, lazy, atomic, words) and ``leanloop.__version__`` may be
+imported from anywhere; the root modules import no package."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ LAYERS = (
     ("cli",),
 )
 RANK = {package: rank for rank, step in enumerate(LAYERS) for package in step}
-ROOT_MODULES = ("errors", "settings", "configfile", "lazy", "atomic")
+ROOT_MODULES = ("errors", "settings", "configfile", "lazy", "atomic", "words")
 
 
 def module_name(path: Path) -> tuple[str, list[str]]:

@@ -119,7 +119,7 @@ def test_index_save_load_and_errors(index, tmp_path):
     other = Corpus([SourceFile(path="A.lean", premises=(_premise("a", "A.lean", 1),))])
     with pytest.raises(LeanloopError, match="another corpus"):
         PremiseIndex.load(path, other)
-    with pytest.raises(LeanloopError, match="5 embeddings for 1 premises"):
+    with pytest.raises(LeanloopError, match=r"5 embeddings for 1 premise\b"):
         PremiseIndex(other, index.embeddings)
     with pytest.raises(LeanloopError, match="no retriever"):
         PremiseIndex(index.corpus, index.embeddings).retrieve("s1", "T.lean", Pos(1, 1))

@@ -85,7 +85,7 @@ def test_hard_negatives_are_the_first_usable_candidates(corpus, steps):
     assert example.negatives[:3] == tuple(usable[::-1][:3])
     assert len(example.negatives) == 5 and len(set(example.negatives)) == 5
     assert dataset[1].negatives and len(dataset[1].negatives) == 2  # no candidates: random only
-    with pytest.raises(ValueError, match="candidate lists"):
+    with pytest.raises(ValueError, match="1 candidate list for"):
         dataset.set_hard_candidates([ranking])
 
 

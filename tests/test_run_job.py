@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,13 @@ def test_run_quick_in_a_fresh_directory(tmp_path, sample_dir):
     out = result.stdout
     # it says up front what it will do and how long that takes
     assert out.index("leanloop run --quick: about") < out.index("data: 177 theorems")
+    assert "data: 177 theorems from 1 repository (177 new)" in out
+    # the retriever, on the other core, says how its training goes while it runs
+    assert "retriever: R@10 on 33 test steps: BM25 " in out
+    assert "retriever: epoch 1 ended at step " in out
+    assert "retriever: trained R@10 " in out
+    # counts as counts: "top-1 0 of 4 steps (0 %)", never a fraction "0.000"
+    assert "top-1 0.0" not in out and re.search(r"top-1 \d of 4 steps \(\d+ %\)", out)
     report = json.loads((tmp_path / "build" / "run" / "report.json").read_text())
     assert report["data"]["theorems"] == 177
     assert report["data"]["splits"] == {"train": 141, "val": 18, "test": 18}
@@ -52,6 +60,25 @@ def test_run_quick_in_a_fresh_directory(tmp_path, sample_dir):
     assert report["lean"]["status"] == "skipped" and "no Lean toolchain" in report["lean"]["reason"]
     markdown = (tmp_path / "build" / "run" / "report.md").read_text()
     assert "not called proved" in markdown and "| retriever R@10" in markdown
+    # each trained model against its baselines, said plainly in the JSON, the Markdown and on
+    # the console, with the likely reasons where it did not beat them
+    comparisons = report["comparisons"]
+    assert [(c["subject"], c["baseline"]) for c in comparisons] == [
+        ("trained retriever", "BM25"),
+        ("trained retriever", "the untrained encoder"),
+        ("trained generator", "the untrained tinycoder"),
+        ("trained generator's search", "the recorded diagnostic"),
+    ]
+    assert "## Trained models against their baselines" in markdown
+    for comparison in comparisons:
+        verdict = "beat" if comparison["better"] else "did not beat"
+        if comparison["goal"] == "reach":
+            verdict = "reached" if comparison["better"] else "did not reach"
+        line = f"The {comparison['subject']} {verdict} {comparison['baseline']}: "
+        assert f"- **{line[:-2]}**" in markdown and f"  - {line}" in out
+        assert bool(comparison["reasons"]) != comparison["better"]
+        if not comparison["better"]:
+            assert "Likely why: short training: " in out or comparison["goal"] == "reach"
     assert (
         f"ranked among the {retriever['pool_premises']} premises that the train split's proofs "
         "use (no corpus.jsonl" in markdown

@@ -156,8 +156,8 @@ class Raising:
     ("answer", "message"),
     [
         (RAISE, "the tactic generator failed: RuntimeError: model crashed"),
-        (None, "the tactic generator returned None for 1 states"),
-        ([], "the tactic generator returned 0 for 1 states"),
+        (None, "the tactic generator returned None for 1 state "),
+        ([], "the tactic generator returned 0 for 1 state "),
         ([["simp"]], "returned 'simp' (expected (tactic, score))"),
         ([[("simp", "high")]], "(expected (tactic, score))"),
     ],

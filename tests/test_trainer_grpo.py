@@ -4,6 +4,7 @@ advantages and a warning, LoRA curriculum over two repositories, built-in reward
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 
 import pytest
@@ -79,9 +80,14 @@ def test_constant_reward_gives_zero_advantages_and_a_warning(sample_dir, one_rep
     report = trainer.reports[0]
     assert report.metrics["zero_advantage_batches"] == report.metrics["generation_batches"] == 2
     assert latest_checkpoint(tmp_path / "out") == report.checkpoint
+    # no evaluation pass unless asked: it samples completions for every validation prompt
+    assert trainer.config.evaluate is False
+    assert report.val_examples == 0 and not any(k.startswith("eval_") for k in report.metrics)
 
 
-def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_path):
+def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_path, caplog):
+    """... and the evaluation after training, when asked, says what it measures and how far
+    it has come."""
     database, repos = one_repo
     examples = {
         (row.state, row.tactic) for row in PromptFormat().examples(sample_theorems(sample_dir))
@@ -92,12 +98,31 @@ def test_columns_reach_the_reward_function(tiny_dir, one_repo, sample_dir, tmp_p
         calls.append({"completions": completions, **kwargs})
         return [float(len(completion_text(c))) for c in completions]  # varies: gibberish
 
-    trainer = GRPOTrainer(str(tiny_dir), reward_func, output_dir=tmp_path / "out", **FAST)
+    trainer = GRPOTrainer(
+        str(tiny_dir),
+        reward_func,
+        output_dir=tmp_path / "out",
+        evaluate=True,
+        eval_max_examples=3,
+        **FAST,
+    )
+    caplog.set_level(logging.INFO, logger="leanloop.trainer")
     with warnings.catch_warnings():
         warnings.simplefilter("error", ZeroAdvantageWarning)
         trainer.train(repos, database, tmp_path / "data")
-    train_calls = calls[:2]  # then evaluation on the val split
-    assert len(calls) > 2
+    train_calls = calls[:2]  # then evaluation on the val split: 3 prompts, one call each
+    assert len(calls) == 2 + 3
+    report = trainer.reports[0]
+    assert report.val_examples == 3 and "eval_reward" in report.metrics
+    said = [r.getMessage() for r in caplog.records]
+    assert (
+        "GRPOTrainer: evaluating 3 prompts of the val split: the mean reward (reward_func) of "
+        "4 completions sampled for each" in said
+    )
+    progress = [line for line in said if line.startswith("evaluated ")]
+    assert progress[0].startswith("evaluated 1 of 3 prompts (")
+    assert progress[-1].startswith("evaluated 3 of 3 prompts (")
+    assert any(line.startswith("GRPOTrainer: evaluation done in ") for line in said)
     for call in train_calls:
         n = len(call["completions"])
         assert n == 4
@@ -233,7 +258,7 @@ def test_builtin_rewards():
     recorded = ["have h : p := by\n  simp"] * 3
     replies = ["have h : p := by", "have h : p := by  simp", "have h : p := by\n  rfl"]
     assert exact_match_reward(replies, tactic=recorded) == [0.0, 1.0, 0.0]
-    with pytest.raises(LeanloopError, match="3 completions but 1 tactics"):
+    with pytest.raises(LeanloopError, match=r"3 completions but 1 tactic$"):
         exact_match_reward(replies, tactic=recorded[:1])
     with pytest.raises(LeanloopError, match="needs the 'tactic' column"):
         exact_match_reward(completions)
@@ -274,3 +299,27 @@ def test_reward_lists_are_checked():
         as_reward_list(1.0, 1)
     with pytest.raises(LeanloopError, match="of type str"):
         as_reward_list(["1"], 1)
+
+
+def test_progress_bars_say_what_they_count(capsys):
+    """With progress bars on, the training bar names the repository and the evaluation bar
+    says what the evaluation measures (it was an unlabelled bar)."""
+    from transformers import TrainerControl, TrainerState, TrainingArguments
+
+    from leanloop.trainer.hf_common import labelled_progress
+
+    bars = labelled_progress(
+        "example/project", "evaluating 2 prompts of the val split: the mean reward"
+    )
+    args = TrainingArguments(output_dir="unused", report_to="none", use_cpu=True)
+    state, control = TrainerState(max_steps=1), TrainerControl()
+    bars.on_train_begin(args, state, control)
+    state.global_step = 1
+    bars.on_step_end(args, state, control)
+    bars.on_train_end(args, state, control)
+    for _ in range(2):
+        bars.on_prediction_step(args, state, control, eval_dataloader=[0, 1])
+    bars.on_evaluate(args, state, control)
+    err = capsys.readouterr().err
+    assert "training on example/project" in err
+    assert "evaluating 2 prompts of the val split: the mean reward" in err and "2/2" in err

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import lightning.pytorch as pl
@@ -80,9 +81,15 @@ def ewc_run(tmp_path_factory, sample_dir, encoder):
     root = tmp_path_factory.mktemp("ewc")
     db = two_repository_database(root / "db.sqlite", sample_dir)
     starts = StartWeights()
-    trainer = RetrievalTrainer(tiny_config(encoder, root / "out"), callbacks=[starts])
+    trainer = RetrievalTrainer(
+        tiny_config(encoder, root / "out"), callbacks=[starts], progress=PROGRESS.append
+    )
     checkpoints = trainer.train([REPO_A, REPO_B], db, root / "data")
     return trainer, checkpoints, starts, root
+
+
+#: The progress lines of the two-repository run (its progress bar is off).
+PROGRESS: list[str] = []
 
 
 def csv_rows(path: Path) -> list[dict[str, str]]:
@@ -175,6 +182,28 @@ def test_each_repository_leaves_a_reloadable_checkpoint(ewc_run):
     assert report["train_steps"] > trainer.reports[0].train_steps  # merged data grows
     # the output directory itself resolves to the newest encoder
     assert Path(resolve_model(root / "out")) == checkpoints[1]
+
+
+def test_training_says_how_it_goes(ewc_run):
+    """With the progress bar off, training says what it does, each epoch's step and loss, and
+    where it ended; the report counts the optimizer steps and epochs."""
+    trainer = ewc_run[0]
+    starts = [line for line in PROGRESS if line.startswith("retriever: training, ")]
+    assert len(starts) == 2  # one per repository
+    assert re.fullmatch(
+        r"retriever: training, \d+ batch(es)? per epoch \(at most 2 epochs\)", starts[0]
+    )
+    epochs = [line for line in PROGRESS if " ended at step " in line]
+    assert len(epochs) == 4  # two epochs per repository
+    assert re.match(
+        r"retriever: epoch 1 ended at step \d+, loss \d+\.\d{3}, R@10 on val \d+\.\d %, \d+ s$",
+        epochs[0],
+    )
+    ends = [line for line in PROGRESS if line.startswith("retriever: training ended after ")]
+    assert len(ends) == 2
+    for report in trainer.reports:
+        assert report.epochs == 2.0 and report.optimizer_steps > 0 and report.seconds > 0
+        assert f"ended after {report.optimizer_steps} steps in " in "\n".join(ends)
 
 
 def test_second_repository_starts_from_the_first_ones_weights(ewc_run, encoder):
@@ -294,6 +323,8 @@ def test_a_run_that_stops_before_validating_keeps_its_last_weights(tmp_path, sam
     unlogged = [w for w in caught if "could not find the monitored key" in str(w.message)]
     assert not unlogged, unlogged[0].message
     assert trainer.reports[0].best_checkpoint_score is None
+    # two steps of an epoch of more batches: a share of one epoch
+    assert trainer.reports[0].optimizer_steps == 2 and 0 < trainer.reports[0].epochs < 1
     saved = PremiseRetriever.load(checkpoint).state_dict()
     assert all(torch.equal(ends.ends[0][name], value) for name, value in saved.items())
 

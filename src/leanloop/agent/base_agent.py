@@ -17,6 +17,7 @@ from leanloop.data.records import Repository, Theorem
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.prover.config import ProofMode, ProverConfig
+from leanloop.words import plural
 
 if TYPE_CHECKING:
     from leanloop.agent.evaluation import Evaluation
@@ -380,9 +381,9 @@ class BaseAgent(ABC):
         theorems = self.replay_theorems(entry)
         log.warning(
             "%s was set up from a dataset, without a Lean project: replaying the recorded steps "
-            "of %d theorems (a replay, not proving; nothing is written)",
+            "of %s (a replay, not proving; nothing is written)",
             entry.repository,
-            len(theorems),
+            plural(len(theorems), "theorem"),
         )
         return prove_sorries(
             theorems,

@@ -14,6 +14,7 @@ from pydantic.dataclasses import dataclass
 from leanloop.configfile import CONFIG, ConfigBase
 from leanloop.errors import LeanloopError
 from leanloop.ml.models import latest_checkpoint
+from leanloop.words import percent, plural, share
 
 Kind = Literal["tactics", "retrieval", "progress"]
 
@@ -30,12 +31,15 @@ class Evaluation(BaseModel):
         """The metrics, by name."""
         raise NotImplementedError
 
-    def __str__(self) -> str:
-        shown = ", ".join(
+    def shown(self) -> str:
+        """The figures in words: counts as counts, rates as percentages."""
+        return ", ".join(
             f"{name} {value:.4f}" if isinstance(value, float) else f"{name} {value}"
             for name, value in self.figures().items()
         )
-        return f"{self.kind} on {self.split} of {self.dataset}: {shown}"
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.split} of {self.dataset}: {self.shown()}"
 
 
 class TacticEvaluation(Evaluation):
@@ -50,6 +54,10 @@ class TacticEvaluation(Evaluation):
 
     def figures(self) -> dict[str, float]:
         return {"top1": self.top1, f"top{self.k}": self.topk, "steps": self.steps}
+
+    def shown(self) -> str:
+        top1, topk = round(self.top1 * self.steps), round(self.topk * self.steps)
+        return f"top-1 {share(top1, self.steps, 'step')}, top-{self.k} {share(topk, self.steps)}"
 
 
 class RetrievalEvaluation(Evaluation):
@@ -76,6 +84,12 @@ class RetrievalEvaluation(Evaluation):
             "steps": self.steps,
         }
 
+    def shown(self) -> str:
+        return (
+            f"R@1 {percent(self.recall_at_1)}, R@10 {percent(self.recall_at_10)}, MRR "
+            f"{self.mrr:.3f} on {plural(self.steps, 'step')}"
+        )
+
     def pool_description(self) -> str:
         """The candidate pool in words."""
         from leanloop.retrieval.corpus import describe_pool
@@ -96,6 +110,11 @@ class ProgressEvaluation(Evaluation):
 
     def figures(self) -> dict[str, float]:
         return {"MAE": self.mae, "MSE": self.mse, "rows": self.rows}
+
+    def shown(self) -> str:
+        return (
+            f"MAE {self.mae:.2f} steps, MSE {self.mse:.2f} over {plural(self.rows, 'proof step')}"
+        )
 
 
 def split_name(split: str) -> tuple[str, str]:

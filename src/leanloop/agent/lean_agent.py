@@ -29,6 +29,7 @@ from leanloop.prover.config import ProofMode, ProverConfig
 from leanloop.prover.retrieval import RetrievalProver
 from leanloop.trainer.retrieval import RetrievalTrainer
 from leanloop.trainer.retrieval_config import TrainingConfig
+from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +222,9 @@ def run(config: LeanAgentConfig) -> LeanAgent:
             print(f"set up {repository}")
     if config.train:
         checkpoints = agent.train()
-        print(f"trained {len(checkpoints)} repositories; newest checkpoint {checkpoints[-1]}")
+        print(
+            f"trained {plural(len(checkpoints), 'repository')}; newest checkpoint {checkpoints[-1]}"
+        )
         if agent.lifelong is not None:
             figures = ", ".join(
                 f"{name.replace('_', ' ')} {value:.4f}"

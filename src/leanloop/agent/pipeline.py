@@ -23,9 +23,11 @@ from leanloop.agent.run_report import (
     RetrieverResults,
     RunReport,
     SearchSummary,
+    found_proofs,
 )
 from leanloop.database import DynamicDatabase, SplitConfig
 from leanloop.errors import LeanloopError
+from leanloop.words import count_of, percent, plural
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +144,11 @@ def run(config: RunConfig, *, say: Say = print) -> RunReport:
     report.lean = _lean_part(config, database, out, say)
     report.seconds = time.perf_counter() - started
     report.write(out)
+    findings = report.findings()
+    if findings:
+        say("trained models against their baselines:")
+        for finding in findings:
+            say(f"  - {finding}")
     return report
 
 
@@ -163,8 +170,8 @@ def _prepare(
     for warning in exported.warnings:
         say(f"warning: {warning}")
     say(
-        f"data: {exported.theorems} theorems from {len(repositories)} repositories "
-        f"({counts.theorems_added} new), random split "
+        f"data: {plural(exported.theorems, 'theorem')} from "
+        f"{plural(len(repositories), 'repository')} ({counts.theorems_added} new), random split "
         + ", ".join(f"{k} {v}" for k, v in exported.split_sizes["random"].items())
     )
     return DataSummary(
@@ -198,11 +205,17 @@ def retriever_track(config_data: dict[str, Any], database_url: str, out: str) ->
     out_dir = Path(out)
     export = out_dir / "export"
     test_steps, pool = evaluation_data(export, "random", "test")
+    reachable, best_possible = best_possible_recall(test_steps, pool.corpus)
     bm25 = evaluate_bm25(pool.corpus, test_steps)
     started = time.perf_counter()
     untrained = evaluate_retriever(
         PremiseRetriever.load(config.retriever_model, max_seq_len=config.retriever_max_seq_len),
         export,
+    )
+    _say_line(
+        f"retriever: R@10 on {plural(len(test_steps), 'test step')}: BM25 "
+        f"{percent(bm25.recall_at_10)}, untrained {percent(untrained.recall_at_10)}; training "
+        f"for {config.retriever_seconds:.0f} s ..."
     )
     minutes, seconds = divmod(int(config.retriever_seconds), 60)
     trainer = RetrievalTrainer(
@@ -215,9 +228,10 @@ def retriever_track(config_data: dict[str, Any], database_url: str, out: str) ->
             batch_size=config.retriever_batch_size,
             max_seq_len=config.retriever_max_seq_len,
             num_gpus=0,
-            enable_progress_bar=False,
+            enable_progress_bar=False,  # lines instead, on the job's output
             seed=config.seed,
-        )
+        ),
+        progress=_say_line,
     )
     database = DynamicDatabase(database_url)
     repositories = database.sort_repositories_by_difficulty()
@@ -225,17 +239,43 @@ def retriever_track(config_data: dict[str, Any], database_url: str, out: str) ->
     trainer.train(repositories, database, out_dir / "train-data" / "retriever")
     train_seconds = time.perf_counter() - train_started
     trained = trainer.evaluate(export)
+    _say_line(f"retriever: trained R@10 {percent(trained['R@10'])}")
+    last = trainer.reports[-1] if trainer.reports else None
     return {
         "test_steps": len(test_steps),
         "pool": pool.source,
         "pool_premises": pool.size,
+        "reachable_steps": reachable,
+        "best_possible_r10": best_possible,
         "bm25": bm25.as_dict(),
         "untrained": untrained.as_dict(),
         "trained": trained,
-        "train_steps": trainer.reports[-1].train_steps if trainer.reports else 0,
+        "train_steps": last.train_steps if last else 0,
+        "optimizer_steps": last.optimizer_steps if last else 0,
+        "epochs": last.epochs if last else 0.0,
+        "best_val_r10": last.best_checkpoint_score if last else None,
+        "device": "cpu",  # num_gpus=0
         "train_seconds": train_seconds,
         "seconds": time.perf_counter() - started,
     }
+
+
+def best_possible_recall(steps, corpus) -> tuple[int, float]:
+    """How many of ``steps`` use a premise among the candidates of ``corpus`` (the others are
+    misses for every ranker), and the highest R@10 any ranking of them could give."""
+    reachable = 0
+    total = 0.0
+    for step in steps:
+        present = sum(name in corpus for name in set(step.positives))
+        reachable += present > 0
+        total += min(present, 10) / len(set(step.positives))
+    return reachable, total / len(steps) if steps else 0.0
+
+
+def _say_line(text: str) -> None:
+    """A line of the retriever's process on the job's output (it runs in a process of its
+    own, so it cannot use the job's ``say``)."""
+    print(text, flush=True)
 
 
 # -- the tactic generator, on this core ------------------------------------------------------
@@ -264,7 +304,7 @@ def generator_track(
         base, export, k=config.eval_k, max_steps=config.eval_steps, **decoding
     )
     del base
-    say(f"  top-1 {before.top1:.3f}, top-{before.k} {before.topk:.3f} on {before.steps} steps")
+    say(f"  {before}")
     say(f"tactic generator: LoRA training for {config.generator_seconds:.0f} s ...")
     trainer = SFTTrainer(
         config.generator_model,
@@ -282,15 +322,15 @@ def generator_track(
     trainer.train(repositories, database, out / "train-data" / "generator")
     step = trainer.reports[-1]
     say(
-        f"  {step.global_steps} steps on {step.train_examples} examples in "
-        f"{step.train_seconds:.0f} s"
+        f"  {plural(step.global_steps, 'optimizer step')} on "
+        f"{plural(step.train_examples, 'example')} in {step.train_seconds:.0f} s"
         + (f" ({step.train_tokens / step.train_seconds:.0f} tokens/s)" if step.train_tokens else "")
     )
     trained_model = TacticGenerator(out / "generator", device="cpu")
     after = evaluate_tactics(
         trained_model, export, k=config.eval_k, max_steps=config.eval_steps, **decoding
     )
-    say(f"  after: top-1 {after.top1:.3f}, top-{after.k} {after.topk:.3f}")
+    say(f"  after training: {after}")
     return GeneratorResults(
         model=config.generator_model,
         before=before,
@@ -299,6 +339,8 @@ def generator_track(
         train_examples=step.train_examples,
         train_seconds=step.train_seconds,
         train_tokens=step.train_tokens,
+        batch_size=config.generator_batch_size,
+        device=trainer.hardware.device,
         seconds=time.perf_counter() - started,
     )
 
@@ -344,8 +386,8 @@ def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -
     )
     say(
         f"  recorded proofs found (replay, not proving): trained generator "
-        f"{round(model.rate_at_1 * model.theorems)} of {model.theorems}, recorded diagnostic "
-        f"{round(recorded.rate_at_1 * recorded.theorems)} of {recorded.theorems}"
+        f"{count_of(found_proofs(model), model.theorems)}, recorded diagnostic "
+        f"{count_of(found_proofs(recorded), recorded.theorems)}"
     )
     return SearchSummary(model=model, diagnostic=recorded)
 

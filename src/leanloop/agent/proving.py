@@ -28,6 +28,7 @@ from leanloop.lean.server import LeanServer
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProofMode, ProverConfig
 from leanloop.prover.run import Servers, run_proofs
+from leanloop.words import count_of, plural
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
@@ -115,11 +116,11 @@ class SorryReport(BaseModel):
             found = sum(row.status is AttemptStatus.REPLAYED for row in self.rows)
             return (
                 f"replay of recorded steps, not proving (no Lean checked anything, no file was "
-                f"written): the recorded proof was found again for {found} of {len(self.rows)} "
-                f"theorems ({counts or 'none tried'})"
+                f"written): the recorded proof was found again for "
+                f"{count_of(found, len(self.rows), 'theorem')} ({counts or 'none tried'})"
             )
         return (
-            f"{len(self.written)} of {len(self.rows)} sorries proved by Lean and written "
+            f"{count_of(len(self.written), len(self.rows), 'sorry')} proved by Lean and written "
             f"({counts or 'none tried'})"
         )
 
@@ -195,17 +196,23 @@ class SorryReport(BaseModel):
         return "\n".join(lines).rstrip() + "\n"
 
     def plot(self, path: str | Path) -> Path:
-        """A PNG: theorems by outcome, and each theorem's search and check time."""
-        import matplotlib
+        """A PNG of :meth:`figure`."""
+        return write_figure_atomic(path, self.figure())
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    def figure(self):
+        """Theorems by outcome (counts on the bars) and each theorem's search and check time,
+        as a matplotlib ``Figure``."""
+        from matplotlib.figure import Figure
 
-        path = Path(path)
-        figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+        figure = Figure(figsize=(11, 4.2))
+        left, right = figure.subplots(1, 2)
         counts = self.counts
-        left.bar(list(counts), list(counts.values()), color="tab:blue")
+        bars = left.bar(list(counts), list(counts.values()), color="tab:blue")
+        left.bar_label(bars, labels=[count_of(n, len(self.rows)) for n in counts.values()])
+        left.set_ylim(0, max(1, *counts.values()) * 1.2)
+        left.set_xlabel("outcome")
         left.set_ylabel("theorems")
+        left.set_title(f"{plural(len(self.rows), 'theorem')} by outcome")
         left.tick_params(axis="x", rotation=30)
         rows = sorted(self.rows, key=lambda r: r.seconds + r.check_seconds)
         positions = range(len(rows))
@@ -216,18 +223,19 @@ class SorryReport(BaseModel):
             bottom=[r.seconds for r in rows],
             label="file check",
         )
-        right.set_xlabel("theorems (by time)")
+        right.set_xlabel("theorems, fastest first")
         right.set_ylabel("seconds")
+        right.set_title("time per theorem")
         if rows:
-            right.legend()
-        title = f"{self.run}: {len(self.written)} written of {len(self.rows)}"
+            right.legend(title="time spent on")
         if self.environment == "replay":
             title = f"{self.run}: replay of recorded steps (no Lean, nothing written)"
+        else:
+            written = count_of(len(self.written), len(self.rows), "sorry")
+            title = f"{self.run}: {written} proved by Lean and written"
         figure.suptitle(title)
         figure.tight_layout()
-        write_figure_atomic(path, figure)
-        plt.close(figure)
-        return path
+        return figure
 
 
 class SorryWriter:

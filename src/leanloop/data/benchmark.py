@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from leanloop.data.records import Pos, Repository, SourceFile, Theorem, TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.lean.server import TheoremSource
+from leanloop.words import plural
 
 Split = Literal["test", "valid", "all"]
 #: The URL scheme of a benchmark stored as a repository: ``benchmark:<name>``.
@@ -181,7 +182,8 @@ class BenchmarkFile:
             s: sum(p.split == s for p in problems) for s in sorted({p.split for p in problems})
         }
         counts = ", ".join(f"{n} {s}" for s, n in splits.items())
-        return f"benchmark {self.name} ({self.path.name}): {len(problems)} problems ({counts})"
+        problems_text = plural(len(problems), "problem")
+        return f"benchmark {self.name} ({self.path.name}): {problems_text} ({counts})"
 
 
 def _unique(path: Path, problems: list[BenchmarkProblem]) -> list[BenchmarkProblem]:

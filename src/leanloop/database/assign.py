@@ -21,6 +21,7 @@ from leanloop.database.rows import stream
 from leanloop.database.schema import meta, split_assignments, tactic_premises, theorems
 from leanloop.database.splits import SplitConfig, assign_novel_premises, assign_random
 from leanloop.errors import LeanloopError
+from leanloop.words import plural
 
 _CHUNK = 5000
 #: What produced a scheme's stored splits: the settings, or the labels of an imported dataset.
@@ -170,7 +171,7 @@ def _check_sizes(scheme: str, assigned: dict[str, str], config: SplitConfig) -> 
     if empty:
         raise LeanloopError(
             f"the split settings (val={config.val}, test={config.test}) leave {' and '.join(empty)}"
-            f" of '{scheme}' empty: {total} theorems would give train {counts['train']}, "
+            f" of '{scheme}' empty: {plural(total, 'theorem')} would give train {counts['train']}, "
             f"val {counts['val']}, test {counts['test']}; nothing was stored",
             hint="give val/test as fractions (e.g. 0.1) or counts that fit the theorems",
         )

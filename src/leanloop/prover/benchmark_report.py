@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 from leanloop.atomic import write_bytes_atomic, write_figure_atomic, write_text_atomic
 from leanloop.prover.passk import ks_for, pass_at_k
 from leanloop.prover.sampling import BenchmarkRun, ProblemResult
+from leanloop.words import count_of, plural
 
 
 class SplitFigures(BaseModel):
@@ -126,9 +127,9 @@ class BenchmarkReport(BaseModel):
         incomplete = sum(s.incomplete for k, s in splits.items() if k != "all")
         if incomplete:
             notes.append(
-                f"{incomplete} problems have fewer than {config.samples} samples (errors are "
-                "tried again by a rerun of the same run); pass@k counts only problems with at "
-                "least k samples"
+                f"{plural(incomplete, 'problem')} {'has' if incomplete == 1 else 'have'} "
+                f"fewer than {plural(config.samples, 'sample')} (errors are tried again by a "
+                "rerun of the same run); pass@k counts only problems with at least k samples"
             )
         return cls(
             run=run.run,
@@ -176,7 +177,7 @@ class BenchmarkReport(BaseModel):
         lines += [f"| {s} | {f.problems} | {f.verified} |" for s, f in self.sources.items()]
         lines += ["", "## Samples", ""]
         lines.append(
-            f"- {self.samples_made} samples: "
+            f"- {plural(self.samples_made, 'sample')}: "
             + ", ".join(f"{n} {status}" for status, n in self.statuses.items())
         )
         lines.append(
@@ -205,7 +206,8 @@ class BenchmarkReport(BaseModel):
         out = []
         for name, split in self.splits.items():
             values = ", ".join(f"pass@{k} {100 * v:.1f} %" for k, v in split.pass_at.items())
-            out.append(f"{name}: {split.verified}/{split.problems} verified; {values}")
+            verified = count_of(split.verified, split.problems, "problem")
+            out.append(f"{name}: {verified} verified; {values}")
         return "\n".join(out)
 
 
@@ -269,26 +271,44 @@ def write_report(run: BenchmarkRun, report: BenchmarkReport, directory: str | Pa
 
 
 def _plot(report: BenchmarkReport, path: Path) -> None:
-    import matplotlib
+    write_figure_atomic(path, benchmark_figure(report))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+def benchmark_figure(report: BenchmarkReport):
+    """pass@k against k for each split (the value at the largest k written on it), as a
+    matplotlib ``Figure``."""
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6.5, 4.2))
+    ax = figure.subplots()
     for name, split in report.splits.items():
         ks = sorted(split.pass_at)
-        ax.plot(
-            ks, [100 * split.pass_at[k] for k in ks], marker="o", label=f"{name} ({split.problems})"
+        values = [100 * split.pass_at[k] for k in ks]
+        (line,) = ax.plot(
+            ks,
+            values,
+            marker="o",
+            label=f"{name} ({count_of(split.verified, split.problems, 'problem')} verified)",
         )
+        if ks:
+            ax.annotate(
+                f"{values[-1]:.1f} %",
+                (ks[-1], values[-1]),
+                textcoords="offset points",
+                xytext=(0, 6),
+                ha="center",
+                color=line.get_color(),
+            )
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("k (samples)")
+    ax.set_xlabel("k (samples per problem)")
     ax.set_ylabel("pass@k (%)")
+    ax.set_ylim(0, 105)
     title = f"{report.benchmark}: {report.sampler}"
     if report.stop_at_first:
         title += " (early stop: pass@n only)"
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(title="split (problems)")
-    fig.tight_layout()
-    write_figure_atomic(path, fig)
-    plt.close(fig)
+    if report.splits:
+        ax.legend(title="split")
+    figure.tight_layout()
+    return figure

@@ -25,6 +25,7 @@ from leanloop.prover.config import ProverConfig
 from leanloop.prover.result import SearchResult
 from leanloop.prover.strategy import STRATEGIES, Failure, Frontier, Node
 from leanloop.prover.target import Target
+from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -212,7 +213,7 @@ class _Search:
             got = len(suggestions) if isinstance(suggestions, list | tuple) else suggestions
             raise _Stop(
                 AttemptStatus.ERROR,
-                f"the tactic generator returned {excerpt(got)} for {len(batch)} states "
+                f"the tactic generator returned {excerpt(got)} for {plural(len(batch), 'state')} "
                 "(expected a list of ranked tactics for each)",
             )
         return suggestions

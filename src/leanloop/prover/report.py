@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, model_serializer
 
 from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import AttemptStatus, ProofAttempt, TheoremKey
+from leanloop.words import percent, plural
 
 
 def pass_at_k(attempts: int, found: int, k: int) -> float:
@@ -162,7 +163,7 @@ class EvaluationReport(BaseModel):
 
     def plot(self, path: str | Path) -> Path:
         """Draw the time of each attempt by how it ended, and how many theorems a time budget
-        would have solved.
+        would have solved (the PNG of :meth:`figure`).
 
         Args:
             path: The PNG file.
@@ -170,13 +171,15 @@ class EvaluationReport(BaseModel):
         Returns:
             The file's path.
         """
-        import matplotlib
+        return write_figure_atomic(path, self.figure())
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    def figure(self):
+        """The time of each attempt by how it ended, and how many theorems a time budget
+        would have solved, as a matplotlib ``Figure``."""
+        from matplotlib.figure import Figure
 
-        path = Path(path)
-        figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+        figure = Figure(figsize=(10, 4.2))
+        left, right = figure.subplots(1, 2)
         groups = {
             status.value: [a.seconds for a in self.attempts if a.status is status]
             for status in AttemptStatus
@@ -184,21 +187,24 @@ class EvaluationReport(BaseModel):
         groups = {label: values for label, values in groups.items() if values}
         if groups:
             left.hist(list(groups.values()), bins=20, stacked=True, label=list(groups))
-            left.legend()
+            left.legend(title="outcome")
         left.set_xlabel("seconds per attempt")
         left.set_ylabel("attempts")
+        left.set_title(f"{plural(len(self.attempts), 'attempt')} by time and outcome")
         solved = sorted(a.seconds for a in self.attempts if a.status.found_proof)
+        found = "theorems proved" if self.proving else "recorded proofs found"
         right.step(solved, range(1, len(solved) + 1), where="post")
-        right.set_xlabel("time budget (s)")
-        right.set_ylabel("proved" if self.proving else "recorded proofs found")
+        right.set_ylim(0, max(1, self.theorems))
+        right.set_xlabel("time budget per attempt (s)")
+        right.set_ylabel(found)
+        right.set_title(f"{found} within a time budget (of {plural(self.theorems, 'theorem')})")
         figure.suptitle(
-            f"{self.run}: {self.rate_name}@1 {self.rate_at_1:.3f} on {self.theorems} theorems"
+            f"{self.run}: {self.rate_name}@1 {percent(self.rate_at_1)} on "
+            f"{plural(self.theorems, 'theorem')}"
             + (" (recorded proofs found, no Lean)" if self.replayed_only else "")
         )
         figure.tight_layout()
-        write_figure_atomic(path, figure)
-        plt.close(figure)
-        return path
+        return figure
 
 
 def environment_of(attempts: Iterable[ProofAttempt]) -> str:

@@ -29,6 +29,7 @@ from leanloop.prover.proof_search import describe_exception
 from leanloop.prover.report import EvaluationReport
 from leanloop.prover.result import SearchResult
 from leanloop.prover.target import Target
+from leanloop.words import plural
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
@@ -262,7 +263,7 @@ def run_proofs(
     pending_keys = {t.key for t in pending}
     result.skipped = [a for a in stored if (a.key, a.commit, a.attempt) in wanted - pending_keys]
     if result.skipped:
-        log.info("%d attempts of run %r are already finished", len(result.skipped), run)
+        log.info("%s of run %r already finished", plural(len(result.skipped), "attempt"), run)
     total = len(tasks)
     done = total - len(pending)
     driver_pool: ServerPool[LeanServer] | None = None
@@ -552,7 +553,7 @@ def _run_on_ray(
                 if not ready:
                     raise LeanloopError(
                         f"no Ray worker started in {WORKER_START_TIMEOUT:.0f} s and none is "
-                        f"proving: {len(queue)} attempts are left",
+                        f"proving: {plural(len(queue), 'attempt')} left",
                         hint="check that the cluster has a free CPU (and GPU) for a worker",
                     )
                 (future,) = ready

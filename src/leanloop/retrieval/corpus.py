@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leanloop.data.records import Pos, Premise, SourceFile, Theorem
+from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -241,15 +242,15 @@ class CandidatePool:
 def describe_pool(source: str, size: int) -> str:
     """A candidate pool in words, from its source and size."""
     if source == CORPUS_JSONL:
-        return f"the {size} premises of corpus.jsonl"
+        return f"the {plural(size, 'premise')} of corpus.jsonl"
     if source == CORPUS_JSONL_AND_TRAIN:
         return (
-            f"the {size} premises of corpus.jsonl and of the train split's proofs "
+            f"the {plural(size, 'premise')} of corpus.jsonl and of the train split's proofs "
             "(those the corpus lacks)"
         )
     if source == TRAIN_SPLIT:
         return (
-            f"the {size} premises that the train split's proofs use (no corpus.jsonl: a premise "
-            "only val or test proofs use is no candidate and counts as a miss)"
+            f"the {plural(size, 'premise')} that the train split's proofs use (no corpus.jsonl: "
+            "a premise only val or test proofs use is no candidate and counts as a miss)"
         )
-    return f"the {size} premises of the {source}"
+    return f"the {plural(size, 'premise')} of the {source}"

@@ -24,6 +24,7 @@ from leanloop.retrieval.examples import (
     naming_steps,
     retrieval_steps,
 )
+from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,9 @@ class TrainingSet(Dataset):
         """For each item, corpus premises best first (positives and inaccessible premises among
         them are skipped when drawing)."""
         if candidates is not None and len(candidates) != len(self.items):
-            raise ValueError(f"{len(candidates)} candidate lists for {len(self.items)} items")
+            raise ValueError(
+                f"{plural(len(candidates), 'candidate list')} for {plural(len(self.items), 'item')}"
+            )
         self.hard_candidates = candidates
 
     def _hard(self, i: int, step: RetrievalStep, taken: set[int]) -> list[int]:

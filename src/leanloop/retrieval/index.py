@@ -15,6 +15,7 @@ from leanloop.errors import LeanloopError
 from leanloop.retrieval.corpus import Corpus
 from leanloop.retrieval.examples import RetrievalStep
 from leanloop.retrieval.metrics import RetrievalMetrics, evaluate_rankings
+from leanloop.words import plural
 
 
 class Embedder(Protocol):
@@ -35,7 +36,8 @@ class PremiseIndex:
     ) -> None:
         if embeddings.shape[0] != len(corpus):
             raise LeanloopError(
-                f"index has {embeddings.shape[0]} embeddings for {len(corpus)} premises",
+                f"index has {plural(embeddings.shape[0], 'embedding')} for "
+                f"{plural(len(corpus), 'premise')}",
                 hint="rebuild the index for this corpus",
             )
         self.corpus = corpus

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from leanloop.words import plural
+
 
 def recall_at_k(positives: Collection[str], ranked: Sequence[str], k: int) -> float:
     """Share of the positives found among the first ``k`` retrieved premises."""
@@ -50,10 +52,14 @@ class RetrievalMetrics:
         }
 
     def __str__(self) -> str:
-        among = "" if self.pool is None else f", among {self.pool_size} premises ({self.pool})"
+        among = (
+            ""
+            if self.pool is None or self.pool_size is None
+            else f", among {plural(self.pool_size, 'premise')} ({self.pool})"
+        )
         return (
             f"R@1={100 * self.recall_at_1:.2f}% R@10={100 * self.recall_at_10:.2f}% "
-            f"MRR={self.mrr:.4f} ({self.steps} steps{among})"
+            f"MRR={self.mrr:.4f} ({plural(self.steps, 'step')}{among})"
         )
 
 

@@ -17,6 +17,7 @@ from leanloop.data.prompt import PromptExample, PromptFormat, is_recorded_tactic
 from leanloop.data.records import Theorem
 from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import GeneratedTactic, Generator
+from leanloop.words import share
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,10 @@ class TacticAccuracy(BaseModel):
         return self.topk_hits / self.steps if self.steps else 0.0
 
     def __str__(self) -> str:
-        return f"top-1 {self.top1:.3f}, top-{self.k} {self.topk:.3f} on {self.steps} steps"
+        return (
+            f"top-1 {share(self.top1_hits, self.steps, 'step')}, "
+            f"top-{self.k} {share(self.topk_hits, self.steps)}"
+        )
 
 
 def load_steps(

@@ -18,6 +18,7 @@ from leanloop.trainer.base import CurriculumStep
 from leanloop.trainer.grpo_config import GRPOTrainerConfig
 from leanloop.trainer.hf_common import HFCurriculumTrainer, StepReport
 from leanloop.trainer.rewards import as_reward_list
+from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,16 @@ class GRPOTrainer(HFCurriculumTrainer):
             **options,
         )
 
+    evaluation_unit: ClassVar[str] = "prompt"  # one batch: a prompt's group of completions
+
+    def evaluation_description(self, count: int) -> str:
+        num_generations, _ = self.config.generation_sizes()
+        names = ", ".join(_callable_name(func) for func in self.reward_funcs)
+        return (
+            f"evaluating {plural(count, 'prompt')} of the val split: the mean reward ({names}) "
+            f"of {plural(num_generations, 'completion')} sampled for each"
+        )
+
     def check_arguments(self) -> None:
         self.reward_funcs = check_reward_funcs(self.reward_func, self.config.reward_weights)
 
@@ -218,8 +229,13 @@ class GRPOTrainer(HFCurriculumTrainer):
         report.metrics["zero_advantage_batches"] = float(zero)
         report.metrics["generation_batches"] = float(len(flat))
         if flat and zero == len(flat):
+            where = (
+                "its one generation batch"
+                if len(flat) == 1
+                else f"all {len(flat)} generation batches"
+            )
             message = (
-                f"GRPO on {step.repository}: in all {len(flat)} generation batches every group "
+                f"GRPO on {step.repository}: in {where} every group "
                 "of completions got the same reward, so every advantage was zero and the model "
                 "learned nothing; the reward function must tell completions of one prompt apart "
                 "(a constant reward never does)"
@@ -227,4 +243,4 @@ class GRPOTrainer(HFCurriculumTrainer):
             log.warning(message)
             warnings.warn(message, ZeroAdvantageWarning, stacklevel=2)
         elif zero:
-            log.info("%d of %d generation batches had no reward spread", zero, len(flat))
+            log.info("%d of %s had no reward spread", zero, plural(len(flat), "generation batch"))

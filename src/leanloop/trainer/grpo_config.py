@@ -47,8 +47,14 @@ class GRPOTrainerConfig(HFTrainerConfig):
     reward_weights: list[float] | None = Field(
         default=None, description="Weights of a list of reward functions (None: all 1)."
     )
+    evaluate: bool = Field(
+        default=False,
+        description="After each repository, sample num_generations completions for each of "
+        "up to eval_max_examples validation prompts and report their mean rewards (off by "
+        "default: generating them takes minutes on a CPU).",
+    )
     eval_max_examples: int | None = Field(
-        default=64, ge=1, description="Validation prompts used at most (None: all)."
+        default=16, ge=1, description="Validation prompts evaluated at most (None: all)."
     )
 
     @model_validator(mode="after")

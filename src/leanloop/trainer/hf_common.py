@@ -11,7 +11,7 @@ import logging
 import tempfile
 import time
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -29,6 +29,7 @@ from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field, trainer_arguments
 from leanloop.trainer.hf_config import HFTrainerConfig
 from leanloop.trainer.plots import plot_curves
+from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
@@ -290,16 +291,31 @@ class HFCurriculumTrainer(CurriculumTrainer):
             started = time.perf_counter()
             if o.max_seconds is not None:
                 trl_trainer.add_callback(time_limit(o.max_seconds))
-            if not o.progress_bars:
+            evaluation = self.evaluation_description(len(val_rows)) if val_rows else ""
+            if o.progress_bars:
+                from transformers import ProgressCallback
+
+                if trl_trainer.pop_callback(ProgressCallback) is not None:
+                    trl_trainer.add_callback(labelled_progress(str(step.repository), evaluation))
+            else:
                 from transformers import PrinterCallback
 
                 trl_trainer.remove_callback(PrinterCallback)  # it prints every log line
+                if val_rows:
+                    trl_trainer.add_callback(evaluation_lines(self.evaluation_unit, log.info))
             trl_trainer.train()
             seconds = time.perf_counter() - started
             metrics: dict[str, float] = {}
             if val_rows:
+                log.info("%s: %s", type(self).__name__, evaluation)
+                evaluation_started = time.perf_counter()
                 metrics.update(
                     {k: float(v) for k, v in trl_trainer.evaluate().items() if _is_number(v)}
+                )
+                log.info(
+                    "%s: evaluation done in %.0f s",
+                    type(self).__name__,
+                    time.perf_counter() - evaluation_started,
                 )
             self.model = trl_trainer.model
             history = list(trl_trainer.state.log_history)
@@ -319,6 +335,17 @@ class HFCurriculumTrainer(CurriculumTrainer):
             gc.collect()
         self.save_checkpoint(step.checkpoint_dir, history=history, step=step, report=report)
         self.reports.append(report)
+
+    #: What one step of the evaluation after training covers (in its progress lines).
+    evaluation_unit: ClassVar[str] = "batch"
+
+    def evaluation_description(self, count: int) -> str:
+        """What the evaluation after training does, in words, for ``count`` validation rows
+        (it starts with "evaluating")."""
+        return (
+            f"evaluating {plural(count, 'example')} of the val split: the loss and token "
+            "accuracy of the recorded tactic"
+        )
 
     def after_training(self, trl_trainer, step: CurriculumStep, report: StepReport) -> None:
         """Hook run after training and evaluation, before the checkpoint is saved."""
@@ -389,6 +416,63 @@ def time_limit(seconds: float):
                 control.should_training_stop = True
 
     return TimeLimit()
+
+
+def labelled_progress(training: str, evaluation: str):
+    """transformers' progress bars (a ``ProgressCallback``) with what each one counts written
+    on it: the training steps on ``training``, the evaluation after it as ``evaluation``
+    says."""
+    from transformers import ProgressCallback
+
+    class LabelledProgress(ProgressCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            super().on_train_begin(args, state, control, **kwargs)
+            if self.training_bar is not None:
+                self.training_bar.set_description(f"training on {training}")
+
+        def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
+            fresh = self.prediction_bar is None
+            super().on_prediction_step(
+                args, state, control, eval_dataloader=eval_dataloader, **kwargs
+            )
+            if fresh and self.prediction_bar is not None and evaluation:
+                self.prediction_bar.set_description(evaluation)
+
+    return LabelledProgress()
+
+
+def evaluation_lines(unit: str, say: Callable[[str], None], every_seconds: float = 10.0):
+    """A transformers callback saying how far an evaluation has come: after its first
+    ``unit``, then at most every ``every_seconds`` seconds, and after its last."""
+    from transformers import TrainerCallback
+
+    class EvaluationLines(TrainerCallback):
+        def __init__(self) -> None:
+            self.done = 0
+            self.started = self.said = time.perf_counter()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.started = time.perf_counter()  # the evaluation after training starts
+
+        def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
+            if not state.is_world_process_zero:
+                return
+            now = time.perf_counter()
+            self.done += 1
+            total = len(eval_dataloader) if eval_dataloader is not None else None
+            last = total is not None and self.done >= total
+            if self.done == 1 or last or now - self.said >= every_seconds:
+                self.said = now
+                counted = (
+                    f"{self.done} of {plural(total, unit)}" if total else plural(self.done, unit)
+                )
+                say(f"evaluated {counted} ({now - self.started:.0f} s)")
+
+        def on_evaluate(self, args, state, control, **kwargs):
+            self.done = 0
+            self.started = time.perf_counter()
+
+    return EvaluationLines()
 
 
 def apply_lora(model, lora_config, *, seed: int | None = None):

@@ -20,6 +20,7 @@ from leanloop.lean.goals import goal_to_source
 from leanloop.lean.screen import forbidden_in_proof
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
 from leanloop.trainer.rewards import completion_text
+from leanloop.words import plural
 
 
 @dataclass
@@ -237,7 +238,8 @@ class LeanCheckedReward:
             )
         if len(states) != len(completions):
             raise LeanloopError(
-                f"{len(completions)} completions but {len(states)} states for the Lean reward"
+                f"{plural(len(completions), 'completion')} but {plural(len(states), 'state')} "
+                "for the Lean reward"
             )
         return [self.score(c, s) for c, s in zip(completions, states, strict=True)]
 

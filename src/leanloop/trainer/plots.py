@@ -7,14 +7,34 @@ from pathlib import Path
 
 from leanloop.atomic import write_figure_atomic
 
+#: What the metrics trainers log are, in words (the others keep their names).
+METRIC_NAMES = {
+    "loss": "training loss",
+    "loss_train": "training loss",
+    "loss_total": "training loss with the EWC penalty",
+    "ewc_penalty": "EWC penalty",
+    "eval_loss": "validation loss",
+    "learning_rate": "learning rate",
+    "grad_norm": "gradient norm",
+    "reward": "mean reward",
+    "Recall@1_val": "R@1 on the val split",
+    "Recall@10_val": "R@10 on the val split",
+    "MRR_val": "MRR on the val split",
+}
+
 
 def plot_curves(history: Iterable[Mapping[str, float]], path: str | Path, title: str = "") -> Path:
     """Plot every numeric metric of ``history`` (dicts with a ``step`` key, as in a Hugging Face
-    ``log_history``) against the step; one panel per metric."""
-    import matplotlib
+    ``log_history``) against the step; one panel per metric (see :func:`curves_figure`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_figure_atomic(path, curves_figure(history, title))
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def curves_figure(history: Iterable[Mapping[str, float]], title: str = ""):
+    """The training curves as a matplotlib ``Figure``: one titled panel per metric, the
+    optimizer step on every x axis, the metric's name on its y axis."""
+    from matplotlib.figure import Figure
 
     series: dict[str, tuple[list[float], list[float]]] = {}
     for entry in history:
@@ -27,19 +47,17 @@ def plot_curves(history: Iterable[Mapping[str, float]], path: str | Path, title:
             xs, ys = series.setdefault(key, ([], []))
             xs.append(step)
             ys.append(float(value))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     names = sorted(series) or ["(no metrics logged)"]
-    fig, axes = plt.subplots(len(names), 1, figsize=(7, 2.4 * len(names)), squeeze=False)
+    figure = Figure(figsize=(7, 2.6 * len(names)))
+    axes = figure.subplots(len(names), 1, squeeze=False)
     for ax, name in zip(axes[:, 0], names, strict=True):
         if name in series:
             ax.plot(*series[name], marker="." if len(series[name][0]) < 50 else None)
+        ax.set_title(METRIC_NAMES.get(name, name), fontsize=9)
         ax.set_ylabel(name)
+        ax.set_xlabel("optimizer step")
         ax.grid(alpha=0.3)
-    axes[-1, 0].set_xlabel("step")
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    write_figure_atomic(path, fig)
-    plt.close(fig)
-    return path
+        figure.suptitle(f"training curves: {title}")
+    figure.tight_layout()
+    return figure

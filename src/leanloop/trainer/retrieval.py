@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from leanloop.ml.models import latest_checkpoint
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field
 from leanloop.trainer.retrieval_config import TrainingConfig
+from leanloop.words import percent, plural
 
 if TYPE_CHECKING:
     from leanloop.database.dynamic import DynamicDatabase
@@ -45,6 +47,14 @@ class RetrievalStepReport(BaseModel):
     )
     fisher_samples: int = Field(description="Examples the EWC Fisher was computed on.")
     ewc_repositories: int = Field(description="Repositories the EWC state consolidates.")
+    optimizer_steps: int | None = Field(
+        default=None,
+        description="Optimizer steps taken (None: in reports written before it was kept).",
+    )
+    epochs: float | None = Field(
+        default=None, description="Passes over the training examples (a fraction when cut short)."
+    )
+    seconds: float | None = Field(default=None, description="Time spent training.")
 
 
 def _ddp(config):
@@ -59,6 +69,79 @@ def _ddp(config):
     )
 
 
+def training_lines(
+    say: Callable[[str], None],
+    every_seconds: float = 30.0,
+    label: str = "retriever",
+    max_seconds: float | None = None,
+):
+    """A Lightning callback saying how training goes, one line at a time: what it will do when
+    it starts, the epoch, step and training loss at most every ``every_seconds`` seconds and
+    after each epoch (with R@10 on the val split when it was measured), and where it ended
+    (``max_seconds``: the time limit, to say up front). The retriever trainer uses it when
+    Lightning's progress bar is off."""
+    import lightning.pytorch as pl
+
+    def number(value) -> float | None:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return None
+
+    class TrainingLines(pl.Callback):
+        def __init__(self) -> None:
+            self.started = self.said = 0.0
+            self.loss: float | None = None
+
+        def on_train_start(self, trainer, pl_module) -> None:
+            self.started = self.said = time.perf_counter()
+            batches = trainer.num_training_batches
+            limits = []
+            if trainer.max_epochs and trainer.max_epochs > 0:
+                limits.append(f"at most {plural(trainer.max_epochs, 'epoch')}")
+            if trainer.max_steps and trainer.max_steps > 0:
+                limits.append(f"at most {plural(trainer.max_steps, 'step')}")
+            if max_seconds is not None:
+                limits.append(f"{max_seconds:.0f} s at most")
+            per_epoch = (
+                f"{plural(batches, 'batch')} per epoch"
+                if isinstance(batches, int)
+                else "batches per epoch unknown"
+            )
+            say(f"{label}: training, {per_epoch}" + (f" ({', '.join(limits)})" if limits else ""))
+
+        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+            loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
+            self.loss = number(loss) if loss is not None else self.loss
+            now = time.perf_counter()
+            if now - self.said >= every_seconds:
+                self.said = now
+                say(f"{label}: {self._where(trainer)}, {now - self.started:.0f} s")
+
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            self.said = time.perf_counter()
+            recall = number(trainer.callback_metrics.get("Recall@10_val"))
+            measured = "" if recall is None else f", R@10 on val {percent(recall)}"
+            say(
+                f"{label}: epoch {trainer.current_epoch + 1} ended at step {trainer.global_step}"
+                f"{self._loss()}{measured}, {self.said - self.started:.0f} s"
+            )
+
+        def on_train_end(self, trainer, pl_module) -> None:
+            say(
+                f"{label}: training ended after {plural(trainer.global_step, 'step')} in "
+                f"{time.perf_counter() - self.started:.0f} s"
+            )
+
+        def _loss(self) -> str:
+            return "" if self.loss is None else f", loss {self.loss:.3f}"
+
+        def _where(self, trainer) -> str:
+            return f"epoch {trainer.current_epoch + 1}, step {trainer.global_step}{self._loss()}"
+
+    return TrainingLines()
+
+
 class RetrievalTrainer(CurriculumTrainer):
     """Train the premise retriever on repositories in order, each continuing from the
     checkpoint of the one before, with EWC against forgetting.
@@ -71,12 +154,18 @@ class RetrievalTrainer(CurriculumTrainer):
     and anchor weights), the encoder and tokenizer in Hugging Face format, ``metrics.csv``,
     ``metrics.json`` and ``training_curves.png``. ``callbacks`` are extra Lightning callbacks.
 
+    Progress shows on Lightning's progress bar (``enable_progress_bar``); with the bar off,
+    a line every 30 seconds and after each epoch (epoch, step, loss) goes to ``progress``
+    (default: this module's logger, at INFO).
+
     Args:
         config: The training configuration (default ``TrainingConfig()``); see
             [TrainingConfig][leanloop.trainer.retrieval_config.TrainingConfig].
         callbacks: Extra Lightning callbacks.
         hardware: The device and precision (default: detected; ``config.num_gpus=0`` keeps
             training on the CPU).
+        progress: Called with each progress line when Lightning's bar is off (default: the
+            log, at INFO).
     """
 
     def __init__(
@@ -85,10 +174,12 @@ class RetrievalTrainer(CurriculumTrainer):
         *,
         callbacks: Sequence = (),
         hardware: Hardware | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.config = config or TrainingConfig()
         self.hardware = hardware
         self.callbacks = list(callbacks)
+        self.progress = progress
         self.data_path: Path | None = None
         self.reports: list[RetrievalStepReport] = []
         self._start: str | None = None
@@ -219,6 +310,10 @@ class RetrievalTrainer(CurriculumTrainer):
             from leanloop.retrieval.datamodule import HardNegativeMining
 
             callbacks.append(HardNegativeMining())
+        if not config.enable_progress_bar:
+            callbacks.append(
+                training_lines(self.progress or log.info, max_seconds=config.max_seconds())
+            )
         callbacks.extend(self.callbacks)
         return pl.Trainer(
             **self.device_arguments(),
@@ -292,7 +387,9 @@ class RetrievalTrainer(CurriculumTrainer):
         processes.barrier()
         trainer = self.lightning_trainer(work_dir, has_val=bool(data.val_steps))
         model.train()  # pretrained encoders load in eval mode (dropout off)
+        started = time.perf_counter()
         trainer.fit(model, datamodule=data)
+        seconds = time.perf_counter() - started
 
         best = self._best_checkpoint(trainer)
         if best is not None:
@@ -313,6 +410,9 @@ class RetrievalTrainer(CurriculumTrainer):
             best_checkpoint_score=_score_of(trainer),
             fisher_samples=fisher_samples,
             ewc_repositories=model.ewc.repositories,
+            optimizer_steps=trainer.global_step,
+            epochs=_epochs_of(trainer),
+            seconds=seconds,
         )
 
         if trainer.is_global_zero:  # one process writes the checkpoint; the others wait
@@ -420,6 +520,14 @@ class RetrievalTrainer(CurriculumTrainer):
                 json.dumps({"dataset": str(dataset), **result}, indent=2) + "\n"
             )
         return result
+
+
+def _epochs_of(trainer) -> float | None:
+    """Passes over the training batches (a fraction when training stopped within an epoch)."""
+    batches = trainer.num_training_batches
+    if not isinstance(batches, int) or batches <= 0:
+        return None
+    return round(trainer.global_step * trainer.accumulate_grad_batches / batches, 2)
 
 
 def _score_of(trainer) -> float | None:

@@ -228,6 +228,13 @@ class TrainingConfig(TrainerConfig):
         """
         return self.lambda_value if self.run_progressive_training else 0.0
 
+    def max_seconds(self) -> float | None:
+        """``max_time`` in seconds (None: no limit)."""
+        if self.max_time is None:
+            return None
+        days, hours, minutes, seconds = (int(part) for part in self.max_time.split(":"))
+        return float(((days * 24 + hours) * 60 + minutes) * 60 + seconds)
+
     def get_model_config(self) -> dict[str, Any]:
         """The retriever's hyper-parameters.
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from leanloop.data.prompt import PromptFormat, is_recorded_tactic, tactic_text
 from leanloop.errors import LeanloopError
+from leanloop.words import plural
 
 RewardFunc = Callable[..., Any]
 
@@ -85,7 +86,8 @@ def exact_match_reward(
         )
     if len(tactic) != len(completions):
         raise LeanloopError(
-            f"exact_match_reward: {len(completions)} completions but {len(tactic)} tactics"
+            f"exact_match_reward: {plural(len(completions), 'completion')} but "
+            f"{plural(len(tactic), 'tactic')}"
         )
     rewards = []
     for completion, recorded in zip(completions, tactic, strict=True):

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from leanloop.lean.errors import ProtocolError, excerpt
+from leanloop.words import plural
 
 
 class _Request(BaseModel):
@@ -141,7 +142,7 @@ def parse_answer(
         shown = excerpt(raw)
         raise ProtocolError(
             f"the Lean REPL sent an answer this client does not understand: {shown} "
-            f"({exc.error_count()} problems, first: {exc.errors()[0]['msg']})"
+            f"({plural(exc.error_count(), 'problem')}, first: {exc.errors()[0]['msg']})"
         ) from None
 
 
