@@ -406,7 +406,7 @@ def test_every_command_takes_its_options_from_a_config_file(capsys, sample_dir, 
     code, out, _ = run_cli(
         capsys, "db", "stats", "--config", str(tmp_path / "stats.yaml"), "--table"
     )
-    assert code == 0 and "total: 1 repositories" in out  # the option given wins over the file
+    assert code == 0 and "total: 1 repository" in out  # the option given wins over the file
     (tmp_path / "bad.yaml").write_text(f"db: {db}\njsn: true\n")
     code, _, err = run_cli(capsys, "db", "stats", "--config", str(tmp_path / "bad.yaml"))
     assert_one_line_error(code, err, "bad.yaml", "field 'jsn'", "unknown option")

@@ -76,7 +76,7 @@ def test_sft_from_a_config_with_options_on_top(capsys, db, sample_dir, tmp_path)
         capsys, *argv, "--batch-size", "2", "--max-steps", "2", "--repo", "example/lean-b"
     )
     assert code == 0, err
-    assert "training on 1 repositories: example/lean-b@bbbbbbbbbbbb" in stdout
+    assert "training on 1 repository: example/lean-b@bbbbbbbbbbbb" in stdout
     assert "1. example/lean-b@bbbbbbbbbbbb:" in stdout and "2 steps" in stdout
     (checkpoint,) = [p for p in out.iterdir() if p.name.startswith("repo00-")]
     info = json.loads((checkpoint / CHECKPOINT_INFO).read_text())
@@ -134,7 +134,7 @@ def test_grpo_rewards_by_name(capsys, db, sample_dir, tmp_path, monkeypatch):
         "length",
     )
     assert code == 0, err
-    assert "1. example/lean-b@bbbbbbbbbbbb:" in stdout and "1 steps" in stdout
+    assert "1. example/lean-b@bbbbbbbbbbbb:" in stdout and "1 step in" in stdout
     assert (out / "LATEST").is_file()
     # a reward that needs Lean says so, in one line
     code, _, err = run_cli(

@@ -25,6 +25,7 @@ from leanloop.errors import LeanloopError
 from leanloop.prover.benchmark_config import BenchmarkConfig
 from leanloop.prover.config import ProofMode
 from leanloop.settings import Settings
+from leanloop.words import plural
 
 #: What checks whole proofs without a Lean toolchain here.
 KIMINA = "--verifier kimina:URL checks on a Kimina Lean Server, recorded:FILE offline"
@@ -276,7 +277,7 @@ def _search(request, asked, bench, problems, config, database) -> None:
     show = _json_printer(request.json_lines)
     with (
         on_interrupt(proving_stopped(database, run_name)),
-        progress_bar(f"searching {len(theorems)} statements ({run_name})") as update,
+        progress_bar(f"searching {plural(len(theorems), 'statement')} ({run_name})") as update,
     ):
         outcome = run_proofs(
             theorems,

@@ -24,6 +24,7 @@ from leanloop.cli.common import (
     select_repositories,
     user_path,
 )
+from leanloop.words import plural
 
 app = new_app(help="The lifelong database of traced repositories.")
 
@@ -67,9 +68,10 @@ def import_(
         counts = database.import_dataset(path, keep_splits=s.keep_splits, progress=update)
     console.print(
         f"imported into {database.description}: "
-        f"{counts.theorems_added} theorems ({counts.theorems_skipped} already present), "
-        f"{counts.tactics_added} tactics, {counts.files_added} files, "
-        f"{counts.premises_added} premises, {counts.repositories_added} new repositories",
+        f"{plural(counts.theorems_added, 'theorem')} ({counts.theorems_skipped} already present), "
+        f"{plural(counts.tactics_added, 'tactic')}, {plural(counts.files_added, 'file')}, "
+        f"{plural(counts.premises_added, 'premise')}, "
+        f"{plural(counts.repositories_added, 'new repository', 'new repositories')}",
         highlight=False,
     )
     if counts.sorries_resolved:
@@ -112,14 +114,17 @@ def _split_config(val: float | None, test: float | None, seed: int | None):
 
 def print_export_report(report) -> None:
     """The sizes of an export and every warning it gave."""
-    console.print(f"wrote {report.output_path}: {report.theorems} theorems", highlight=False)
+    console.print(
+        f"wrote {report.output_path}: {plural(report.theorems, 'theorem')}", highlight=False
+    )
     for scheme, sizes in report.split_sizes.items():
         console.print(
             f"  {scheme}: " + ", ".join(f"{k} {v}" for k, v in sizes.items()), highlight=False
         )
     console.print(
-        f"  corpus: {report.source_files} files, {report.premises} premises; "
-        f"{report.traced_files} traced files; {report.new_assignments} new split assignments",
+        f"  corpus: {plural(report.source_files, 'file')}, {plural(report.premises, 'premise')}; "
+        f"{plural(report.traced_files, 'traced file')}; "
+        f"{plural(report.new_assignments, 'new split assignment')}",
         highlight=False,
     )
     if report.copies_merged:
@@ -298,12 +303,13 @@ def print_stats(stats) -> None:
             highlight=False,
         )
     summary = (
-        f"total: {len(stats.repositories)} repositories, {stats.theorems} theorems, "
-        f"{stats.tactics} tactics, {stats.premises} premises, {stats.open_sorries} open sorries"
+        f"total: {plural(len(stats.repositories), 'repository')}, "
+        f"{plural(stats.theorems, 'theorem')}, {plural(stats.tactics, 'tactic')}, "
+        f"{plural(stats.premises, 'premise')}, {plural(stats.open_sorries, 'open sorry')}"
     )
     if stats.difficulty_thresholds:
         easy, medium = stats.difficulty_thresholds
-        summary += f"; easy: up to {easy:g} steps, medium: up to {medium:g}"
+        summary += f"; easy: up to {plural(easy, 'step')}, medium: up to {medium:g}"
     console.print(summary, highlight=False)
 
 

@@ -18,6 +18,7 @@ from leanloop.cli.common import (
     open_database,
     progress_bar,
 )
+from leanloop.words import plural
 
 
 def doctor(
@@ -153,12 +154,13 @@ def trace(
         )
     counts = report.counts
     console.print(
-        f"traced {report.files} files of {report.repository} ({report.cached_files} from the "
-        f"cache): {counts.theorems_added} theorems added ({counts.theorems_skipped} already "
-        f"present), {counts.tactics_added} tactics, {counts.premises_added} premises",
+        f"traced {plural(report.files, 'file')} of {report.repository} ({report.cached_files} from "
+        f"the cache): {plural(counts.theorems_added, 'theorem')} added ({counts.theorems_skipped} "
+        f"already present), {plural(counts.tactics_added, 'tactic')}, "
+        f"{plural(counts.premises_added, 'premise')}",
         highlight=False,
     )
     for path, why in sorted(report.failures.items()):
         err_console.print(f"  failed {path}: {why}", highlight=False, markup=False)
     if report.skipped:
-        console.print(f"  {len(report.skipped)} theorems skipped (Lean reported errors)")
+        console.print(f"  {plural(len(report.skipped), 'theorem')} skipped (Lean reported errors)")

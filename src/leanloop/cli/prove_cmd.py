@@ -32,6 +32,7 @@ from leanloop.cli.common import (
 from leanloop.cli.lean_cmd import TraceWatch
 from leanloop.errors import LeanloopError
 from leanloop.prover.config import ProofMode, ProverConfig
+from leanloop.words import plural, share
 
 if TYPE_CHECKING:
     from leanloop.data.records import ProofAttempt, Theorem
@@ -311,7 +312,7 @@ def prove_dataset(
     show = _json_printer(request.json_lines)
     with (
         on_interrupt(proving_stopped(database, run_name)),
-        progress_bar(f"proving {len(theorems)} theorems ({run_name})") as update,
+        progress_bar(f"proving {plural(len(theorems), 'theorem')} ({run_name})") as update,
     ):
         outcome = run_proofs(
             theorems,
@@ -368,7 +369,7 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
     stopped = proving_stopped(database, name, written_back=True)
     with (
         on_interrupt(stopped),
-        progress_bar(f"proving {len(theorems)} sorries of {entry.repository}") as update,
+        progress_bar(f"proving {plural(len(theorems), 'sorry')} of {entry.repository}") as update,
     ):
         report = prove_sorries(
             theorems,
@@ -573,14 +574,14 @@ def _summary(report, skipped: int, out) -> None:
         k = f", pass@{report.k} {report.pass_at_k:.3f}" if report.k > 1 else ""
         out.print(
             f"proved (checked by Lean, axioms audited): pass@1 {report.pass_at_1:.3f}{k} on "
-            f"{report.theorems} theorems; {times}",
+            f"{plural(report.theorems, 'theorem')}; {times}",
             highlight=False,
         )
     else:
         found = round(report.rate_at_1 * report.theorems)
         out.print(
-            f"recorded proofs found again ({report.environment}, not proving): about {found} of "
-            f"{report.theorems} theorems per attempt (rate {report.rate_at_1:.3f}); {times}",
+            f"recorded proofs found again ({report.environment}, not proving): about "
+            f"{share(found, report.theorems, 'theorem')} per attempt; {times}",
             highlight=False,
         )
     if report.axioms_used:

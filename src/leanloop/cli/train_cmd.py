@@ -20,6 +20,7 @@ from leanloop.cli.common import (
 )
 from leanloop.cli.launch import NPROC_OPTION, relaunched
 from leanloop.errors import LeanloopError
+from leanloop.words import plural
 
 app = new_app(
     help="Train on the database's repositories in curriculum order (easiest first); each "
@@ -83,7 +84,9 @@ def _train(agent, repositories) -> list[Path]:
 
     order = agent.curriculum(repositories)
     if distributed.current().is_main:
-        console.print(f"training on {len(order)} repositories: {', '.join(map(str, order))}")
+        console.print(
+            f"training on {plural(len(order), 'repository')}: {', '.join(map(str, order))}"
+        )
     return agent.train(order)
 
 
@@ -99,8 +102,8 @@ def _train_hf(trainer, database, repositories, data: Path | None) -> None:
     for report in trainer.reports:
         figures = ", ".join(f"{k} {v:.4g}" for k, v in sorted(report.metrics.items()))
         console.print(
-            f"{report.index + 1}. {report.repository}: {report.train_examples} examples, "
-            f"{report.global_steps} steps in {report.train_seconds:.1f} s"
+            f"{report.index + 1}. {report.repository}: {plural(report.train_examples, 'example')}, "
+            f"{plural(report.global_steps, 'step')} in {report.train_seconds:.1f} s"
             + (f"; {figures}" if figures else ""),
             highlight=False,
         )
@@ -354,7 +357,9 @@ def progress(
             hint="import a traced dataset first ('leanloop db import')",
         )
     if processes.is_main:
-        console.print(f"{count} progress rows from {len(order)} repositories in {rows}")
+        console.print(
+            f"{plural(count, 'progress row')} from {plural(len(order), 'repository')} in {rows}"
+        )
     metrics = ProgressTrainer.from_config(settings).train()
     if not processes.is_main:
         return
