@@ -302,3 +302,27 @@ def test_the_ray_leanloop_starts_listens_on_loopback_only(sample_dir, theorems):
     assert len(outcome.attempts) == 3
     assert seen  # the GCS, the raylet and the workers were listening
     assert all(is_loopback(listener.ip) for listener in seen), seen
+
+
+def test_a_report_of_samples_checked_by_recorded_verdicts_is_not_a_pass_rate():
+    """Benchmark samples accepted by recorded verdicts are stored with the environment
+    'recorded'; a report over them (a run name reused) reads them as not proving."""
+    from leanloop.data.records import ProofAttempt
+
+    def attempt(name: str, status: AttemptStatus) -> ProofAttempt:
+        return ProofAttempt(
+            run="bench",
+            url="minif2f",
+            commit="",
+            file_path="minif2f.jsonl",
+            full_name=name,
+            status=status,
+            environment="recorded",
+        )
+
+    report = EvaluationReport.from_attempts(
+        "bench", [attempt("a", AttemptStatus.RECORDED), attempt("b", AttemptStatus.FAILED)]
+    )
+    assert report.environment == "recorded" and not report.proving
+    assert report.pass_at_1 is None and report.replayed_at_1 == 0.5
+    assert "pass_at_1" not in report.model_dump()

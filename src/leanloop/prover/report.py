@@ -36,16 +36,19 @@ class EvaluationReport(BaseModel):
     """
 
     run: str
-    environment: Literal["lean", "replay", "mixed", "unknown"] = Field(
-        description="lean, replay, mixed (both: the rate is not a pass rate), or unknown "
-        "(attempts stored before leanloop recorded it)."
+    environment: Literal["lean", "replay", "recorded", "mixed", "unknown"] = Field(
+        description="lean, replay, recorded (Lean's verdicts recorded earlier: axioms not "
+        "audited, the rate is not a pass rate), mixed (several: the rate is not a pass rate), "
+        "or unknown (attempts stored before leanloop recorded it)."
     )
     theorems: int = Field(description="Theorems attempted.")
     k: int = Field(description="Attempts per theorem.")
     pass_at_1: float | None = Field(default=None, description="Lean only: proofs Lean accepted.")
     pass_at_k: float | None = None
     replayed_at_1: float | None = Field(
-        default=None, description="Replay only: recorded proofs found again (not proving)."
+        default=None,
+        description="Not on Lean now (a replay, recorded verdicts): recorded proofs found again "
+        "or accepted by a recorded verdict (not proving).",
     )
     replayed_at_k: float | None = None
     status_counts: dict[str, int] = Field(description="Attempts by how they ended.")
@@ -208,8 +211,9 @@ class EvaluationReport(BaseModel):
 
 
 def environment_of(attempts: Iterable[ProofAttempt]) -> str:
-    """Where ``attempts`` ran: ``lean``, ``replay``, ``mixed`` or ``unknown`` (an attempt
-    stored without it counts as a replay when it replayed, as Lean when Lean proved it)."""
+    """Where ``attempts`` ran: ``lean``, ``replay``, ``recorded``, ``mixed`` or ``unknown`` (an
+    attempt stored without it counts as a replay when it replayed, as Lean when Lean proved
+    it)."""
     seen = set()
     for attempt in attempts:
         environment = attempt.environment
