@@ -204,7 +204,8 @@ class Settings(BaseSettings):
     @staticmethod
     def variable(name: str, environ: Mapping[str, str] | None = None) -> str | None:
         """The value of a variable the user names (e.g. the one holding a model endpoint's API
-        key).
+        key), or one another program sets (a launcher's ``RANK``, ``WORLD_SIZE``,
+        ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``).
 
         Args:
             name: The variable's name.

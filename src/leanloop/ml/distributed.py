@@ -5,8 +5,9 @@ reports — is written by the main process alone; the others wait at the barrier
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+
+from leanloop.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ def current() -> Processes:
     describes it; one process when none is set."""
 
     def number(name: str, default: int) -> int:
-        value = os.environ.get(name, "").strip()
+        value = Settings.variable(name) or ""
         return int(value) if value.isdigit() else default
 
     world = number("WORLD_SIZE", 1)

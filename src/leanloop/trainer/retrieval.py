@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from leanloop.errors import LeanloopError
 from leanloop.ml import distributed
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.models import latest_checkpoint
+from leanloop.settings import Settings
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field
 from leanloop.trainer.retrieval_config import TrainingConfig
@@ -244,7 +244,8 @@ class RetrievalTrainer(CurriculumTrainer):
         devices = 1
         processes = distributed.current()
         if processes.distributed:  # started by torchrun / leanloop train --nproc: join them
-            local = int(os.environ.get("LOCAL_WORLD_SIZE", processes.world_size))
+            given = Settings.variable("LOCAL_WORLD_SIZE") or ""
+            local = int(given) if given.isdigit() else processes.world_size
             return {
                 "accelerator": hardware.lightning_accelerator,
                 "devices": local,
