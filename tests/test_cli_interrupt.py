@@ -22,7 +22,9 @@ from tests.helpers import run_cli
 #: Runs ``leanloop ARGV`` with ``CLASS.METHOD`` pausing after its ``AFTER``-th call until a
 #: signal arrives (saying "paused" on stderr first).
 HOLD = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal gives it, even when
+# started where SIGINT is ignored (a background job)
 import {module} as where
 from leanloop.cli.app import main
 original = where.{cls}.{method}
