@@ -8,7 +8,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
-PIP_INSTALL := $(PIP) install -q -c constraints.txt
+# --no-compile: pip would byte-compile every file of every package (two thirds of the install's
+# time); Python compiles what is imported when it is first imported instead, and keeps it
+PIP_INSTALL := $(PIP) install -q --no-compile -c constraints.txt
+unexport PYTHONDONTWRITEBYTECODE
 LEANLOOP_FIXTURES ?= $(abspath $(CURDIR)/../shared/fixtures)
 RUN_DIR ?= build/run
 export LEANLOOP_FIXTURES
@@ -78,8 +81,10 @@ format: $(VENV)/.test-deps
 docs: $(VENV)/.test-deps
 	PYTHONPATH=src $(BIN)/mkdocs build --strict
 
-# the suite on up to 2 processes (pytest-xdist): each test on one thread, as a core each
-test: $(VENV)/.test-deps postgres chromium lint typecheck docs
+# lint, type check and docs side by side (each on one core), then the suite on up to 2
+# processes (pytest-xdist): each test on one thread, as a core each
+test: $(VENV)/.test-deps postgres chromium
+	$(MAKE) --no-print-directory -j 3 --output-sync=target lint typecheck docs
 	$(THREADS) $(BIN)/python -m pytest -n 2
 
 bench: $(VENV)/.bench-deps
