@@ -82,10 +82,11 @@ docs: $(VENV)/.test-deps
 	PYTHONPATH=src $(BIN)/mkdocs build --strict
 
 # lint, type check and docs side by side (each on one core), then the suite on up to 2
-# processes (pytest-xdist): each test on one thread, as a core each
+# processes (pytest-xdist; an idle process takes tests queued for the other): each test on one
+# thread, as a core each
 test: $(VENV)/.test-deps postgres chromium
 	$(MAKE) --no-print-directory -j 3 --output-sync=target lint typecheck docs
-	$(THREADS) $(BIN)/python -m pytest -n 2
+	$(THREADS) $(BIN)/python -m pytest -n 2 --dist worksteal
 
 bench: $(VENV)/.bench-deps
 	@for script in bench/*.py; do echo "== $$script"; $(THREADS) $(BIN)/python $$script || exit 1; done
