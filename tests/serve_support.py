@@ -302,3 +302,25 @@ def open_request(url: str, path: str, body: Any) -> socket.socket:
         + data
     )
     return client
+
+
+def lifespan_startup(app: Any) -> list[dict]:
+    """The messages an ASGI ``app`` sends when asked to start (the lifespan protocol), as a
+    server such as uvicorn asks it."""
+    import asyncio
+
+    sent: list[dict] = []
+
+    async def lifespan() -> None:
+        messages = iter([{"type": "lifespan.startup"}])
+
+        async def receive() -> dict:
+            return next(messages)
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        await app({"type": "lifespan"}, receive, send)
+
+    asyncio.run(lifespan())
+    return sent

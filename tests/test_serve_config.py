@@ -14,6 +14,7 @@ import pytest
 
 from leanloop.errors import DataFormatError
 from leanloop.serve.config import ServeConfig
+from tests.serve_support import lifespan_startup
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -188,27 +189,13 @@ def test_leanloop_serve_reports_a_bad_file(tmp_path):
 def test_importing_the_app_reads_nothing(tmp_path, monkeypatch):
     """``leanloop.serve:app`` is built on import without reading the configuration (a file that
     does not exist is only reported when the server starts)."""
-    import asyncio
 
     import leanloop.serve as serve
 
     monkeypatch.setenv("LEANLOOP_SERVE_CONFIG", str(tmp_path / "absent.yaml"))
     app = serve.create_app()
     assert app.state is None
-    sent = []
-
-    async def lifespan():
-        messages = iter([{"type": "lifespan.startup"}])
-
-        async def receive():
-            return next(messages)
-
-        async def send(message):
-            sent.append(message)
-
-        await app({"type": "lifespan"}, receive, send)
-
-    asyncio.run(lifespan())
+    sent = lifespan_startup(app)
     assert sent[0]["type"] == "lifespan.startup.failed"
     assert "absent.yaml: the configuration file does not exist" in sent[0]["message"]
 

@@ -5,7 +5,6 @@ while paths that exist, packaged models and hub names (with the hub on) start as
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 from leanloop.errors import DataFormatError
 from leanloop.serve import ServeConfig, create_app
 from leanloop.serve.sources import check_sources
+from tests.serve_support import lifespan_startup
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -91,20 +91,7 @@ def test_a_hub_name_needs_the_cache_only_when_the_hub_is_off(monkeypatch, tmp_pa
 
 def test_the_lifespan_fails_the_start_with_the_one_line(tmp_path):
     app = create_app(config_of(hf(str(tmp_path / "missing"))))
-    sent = []
-
-    async def lifespan():
-        messages = iter([{"type": "lifespan.startup"}])
-
-        async def receive():
-            return next(messages)
-
-        async def send(message):
-            sent.append(message)
-
-        await app({"type": "lifespan"}, receive, send)
-
-    asyncio.run(lifespan())
+    sent = lifespan_startup(app)
     assert [m["type"] for m in sent] == ["lifespan.startup.failed"]
     assert sent[0]["message"].startswith(
         "error: the server configuration, field 'models[t].model': "
