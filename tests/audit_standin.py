@@ -11,11 +11,21 @@ warning at its first line (``sorry_warnings``), as Lean reports it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from leanloop.lean.account import (
+    DECLARATION,
+    END,
+    END_OF_INPUT,
+    PRINT_AXIOMS,
+    SET_OPTION,
+    ElaboratedCommand,
+)
+from leanloop.lean.lexer import Kind, Token, tokenize
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import CheckResult, LeanMessage
 
@@ -90,7 +100,97 @@ def audited_answer(
             text = axiom_report_text(name, (axioms or {}).get(name, default))
         for _asked, line in audit_requests(code):
             found.append(LeanMessage("info", text, line, 0))
-    return CheckResult.from_messages(found)
+    return CheckResult.from_messages(found, commands=standin_account(code))
+
+
+#: Words that start a declaration command at the start of a line (with its modifiers).
+_DECLARATION_WORDS = frozenset(
+    {
+        "theorem", "lemma", "example", "def", "abbrev", "instance", "structure", "inductive",
+        "class", "axiom", "opaque", "private", "protected", "noncomputable", "partial",
+        "unsafe", "@[", "/--",
+    }
+)  # fmt: skip
+_KINDS = {
+    "end": END,
+    "open": ("Lean.Parser.Command.open", "Lean.Elab.Command.elabOpen"),
+    "namespace": ("Lean.Parser.Command.namespace", "Lean.Elab.Command.elabNamespace"),
+    "section": ("Lean.Parser.Command.section", "Lean.Elab.Command.elabSection"),
+    "variable": ("Lean.Parser.Command.variable", "Lean.Elab.Command.elabVariable"),
+    "universe": ("Lean.Parser.Command.universe", "Lean.Elab.Command.elabUniverse"),
+}
+_IN = ("Lean.Parser.Command.in", "Lean.Elab.Command.expandInCmd")
+
+
+def standin_account(code: str) -> tuple[ElaboratedCommand, ...]:
+    """leanloop's own account object for honest ``code``, as Lean gives it for code whose
+    commands each start at column 0 of a line (the layout leanloop writes and the tests use):
+    each command with the syntax kind and elaborator of Lean's (``lean.account``'s names; the
+    real names are checked against a recorded infotree in ``test_lean_account``), and the end of
+    input. Tests of hidden commands build their account explicitly instead."""
+    tokens = _joined([t for t in tokenize(code) if t.kind not in (Kind.COMMENT, Kind.MODDOC)])
+    starts = [
+        i
+        for i, t in enumerate(tokens)
+        if t.line_start and t.column == 0 and t.text != "import" and _starts_command(tokens, i)
+    ]
+    commands = []
+    for n, i in enumerate(starts):
+        stop = starts[n + 1] if n + 1 < len(starts) else len(tokens)
+        last = tokens[stop - 1]
+        end_line = last.line + last.text.count("\n")
+        end_column = len(last.text.rsplit("\n", 1)[-1]) + (
+            last.column if "\n" not in last.text else 0
+        )
+        commands.append(_standin_command(tokens[i:stop], end_line, end_column))
+    end = code.rstrip("\n")
+    lines = end.count("\n") + 1
+    column = len(end.rsplit("\n", 1)[-1])
+    commands.append(ElaboratedCommand(*END_OF_INPUT, lines, column, lines, column))
+    return tuple(commands)
+
+
+def _joined(tokens: list[Token]) -> list[Token]:
+    """``#`` and the word right after it as one token (``#print``)."""
+    out: list[Token] = []
+    for token in tokens:
+        if out and out[-1].text == "#" and out[-1].end == token.start:
+            hash_ = out.pop()
+            token = dataclasses.replace(
+                token,
+                text="#" + token.text,
+                start=hash_.start,
+                column=hash_.column,
+                line_start=hash_.line_start,
+            )
+        out.append(token)
+    return out
+
+
+def _starts_command(tokens, i: int) -> bool:
+    text = tokens[i].text
+    if tokens[i].kind is Kind.DOC:
+        return True
+    return text in _DECLARATION_WORDS or text in _KINDS or text in ("#print", "set_option")
+
+
+def _standin_command(tokens, end_line: int, end_column: int) -> ElaboratedCommand:
+    first = tokens[0]
+    where = (first.line, first.column, end_line, end_column)
+    words = [t.text for t in tokens]
+    if first.text == "#print" and words[1:2] == ["axioms"]:
+        return ElaboratedCommand(*PRINT_AXIOMS, *where)
+    if first.text == "set_option" and "in" in words:
+        rest = tokens[words.index("in") + 1 :]
+        inner = _standin_command(rest, end_line, end_column) if rest else None
+        option = ElaboratedCommand(*SET_OPTION, *where)
+        nested = (option, inner) if inner is not None else (option,)
+        return ElaboratedCommand(*_IN, *where, nested=nested)
+    if first.text == "set_option":
+        return ElaboratedCommand(*SET_OPTION, *where)
+    if first.text in _KINDS:
+        return ElaboratedCommand(*_KINDS[first.text], *where)
+    return ElaboratedCommand(*DECLARATION, *where)
 
 
 def without_audit(code: str) -> str:
@@ -103,7 +203,11 @@ def without_audit(code: str) -> str:
     lines = code.split("\n")
     *inner, (_, last) = requests
     lines = lines[: last - 1]
-    while lines and (not lines[-1].strip() or lines[-1].startswith("end")):
+    while lines and (
+        not lines[-1].strip()
+        or lines[-1].startswith("end")
+        or lines[-1] == "set_option pp.fullNames true"
+    ):
         lines.pop()
     text = "\n".join(lines) + "\n"
     for name, _ in inner:

@@ -13,7 +13,7 @@ from leanloop.lean.audit import AuditedCode, Outcome, closing_commands, declared
 from leanloop.lean.axioms import AxiomPolicy, same_name
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import CheckResult, LeanMessage
-from tests.audit_standin import real_axiom_report
+from tests.audit_standin import real_axiom_report, standin_account
 
 FILE = """import Mathlib
 
@@ -53,7 +53,7 @@ def answer(
         scope_report = report if named is None else report.replace(report.split("'")[1], named)
         messages.append(LeanMessage("info", scope_report, code.name_line, 0))
         messages.append(LeanMessage("info", report, code.audit_line, 0))
-    return CheckResult.from_messages(messages)
+    return CheckResult.from_messages(messages, commands=standin_account(code.code))
 
 
 def test_the_audit_runs_in_the_declaration_s_scope_and_at_top_level():
@@ -65,11 +65,12 @@ def test_the_audit_runs_in_the_declaration_s_scope_and_at_top_level():
     assert lines[code.name_line - 1] == "#print axioms efsq"
     assert lines[code.name_line + 2] == "end Inner"  # the rest of the file follows it
     # the namespace still open at the end of the file is closed, then the audit, names in full
-    assert lines[code.audit_line - 2 : code.audit_line] == [
+    assert lines[code.audit_line - 3 : code.audit_line] == [
         "end Outer",
-        "set_option pp.fullNames true in #print axioms Outer.efsq",
+        "set_option pp.fullNames true",
+        "#print axioms Outer.efsq",
     ]
-    assert code.own_lines == {code.name_line, code.audit_line - 1, code.audit_line}
+    assert code.own_lines == {code.name_line, *range(code.audit_line - 2, code.audit_line + 1)}
     assert closing_commands([("namespace", "A.B"), ("section", ""), ("section", "s")]) == [
         "end s",
         "end",
@@ -110,9 +111,13 @@ def test_what_the_declaration_itself_did_decides(fixtures):
     assert unread.outcome is Outcome.REJECTED and "no axioms were read" in unread.reason
     # a sorry left in it (the REPL's sorries, by line)
     holes = answer(code, ok)
-    holes = CheckResult.from_messages(list(holes.messages), ["⊢ False"], [code.last_line])
+    holes = CheckResult.from_messages(
+        list(holes.messages), ["⊢ False"], [code.last_line], holes.commands
+    )
     assert judge(holes, code, policy).outcome is Outcome.SORRY
-    elsewhere = CheckResult.from_messages(list(answer(code, ok).messages), ["⊢ 1 = 1"], [7])
+    elsewhere = CheckResult.from_messages(
+        list(answer(code, ok).messages), ["⊢ 1 = 1"], [7], holes.commands
+    )
     assert judge(elsewhere, code, policy).accepted
 
 

@@ -20,6 +20,7 @@ def replay(transcript) -> ReplayTransport:
     return ReplayTransport(
         list(zip(transcript["requests"], transcript["responses"], strict=False)),
         name=transcript["name"],
+        ignore=("infotree",),  # recorded without it: check() asks for it, these answers lack it
     )
 
 
@@ -172,8 +173,11 @@ def test_check_verdicts_on_recorded_answers(transcripts, name, index, verdict):
     transcript = transcripts[name]
     request = transcript["requests"][index]
     assert set(request) == {"cmd"}
-    server = ReplServer(ReplayTransport([(request, transcript["responses"][index])]))
-    assert server.check(request["cmd"]).verdict is verdict
+    recording = [(request, transcript["responses"][index])]
+    server = ReplServer(ReplayTransport(recording, ignore=("infotree",)))
+    result = server.check(request["cmd"])
+    assert result.verdict is verdict
+    assert result.commands is None  # recorded without an infotree: no account of the commands
 
 
 def test_split_header_keeps_line_numbers():

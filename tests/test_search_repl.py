@@ -4,6 +4,7 @@ record is started from its source file, whole proofs stand or fall by Lean's rec
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -24,6 +25,7 @@ from tests.audit_standin import (
     audit_requests,
     audited_answer,
     axiom_report_text,
+    standin_account,
     without_audit,
 )
 
@@ -50,8 +52,9 @@ class Recorded(Transport):
         self.sent.append(request)
         if self.crash_on is not None and request.get("tactic") == self.crash_on:
             raise ServerCrashed("the Lean REPL exited with status 139")
+        asked = {k: v for k, v in request.items() if k != "infotree"}  # recorded without it
         for recorded, answer in self.exchanges:
-            if recorded == request:
+            if recorded == asked:
                 return answer
         raise ReplayMismatch(f"no recorded answer for {json.dumps(request, ensure_ascii=False)}")
 
@@ -91,6 +94,15 @@ class Audited(Recorded):
         ]
         answer["messages"] = [*answer.get("messages", []), *reports]
         return answer
+
+
+class Accounted(ReplServer):
+    """A ``ReplServer`` over ``Audited``: the recordings hold no infotree, so each check's
+    answer gets leanloop's own account object of the commands the honest code holds
+    (``tests.audit_standin.standin_account``)."""
+
+    def check(self, code):
+        return dataclasses.replace(super().check(code), commands=standin_account(code))
 
 
 def script(*transcripts) -> dict[str, list[str]]:
@@ -239,7 +251,7 @@ def test_a_proof_found_is_checked_whole_by_lean_and_audited(transcripts, accept,
     (code, *_) = server.checked
     assert code.startswith("theorem and_swap (p q : Prop) : p ∧ q → q ∧ p := by\n  intro h\n")
     assert without_audit(code).endswith("\n  exact hq\n  exact hp\n")
-    assert code.endswith("set_option pp.fullNames true in #print axioms and_swap\n")
+    assert code.endswith("set_option pp.fullNames true\n#print axioms and_swap\n")
     assert result.status is status, result.error
     if status is AttemptStatus.PROVED:
         assert result.proof[-1] == "exact hp" and result.axioms == ("propext",)
@@ -250,7 +262,7 @@ def test_a_proof_found_is_checked_whole_by_lean_and_audited(transcripts, accept,
 
 
 def test_whole_proofs_stand_or_fall_by_lean_s_verdict(transcripts):
-    server = ReplServer(Audited(transcripts["trace_simp"], transcripts["app_type_mismatch"]))
+    server = Accounted(Audited(transcripts["trace_simp"], transcripts["app_type_mismatch"]))
     accepted = Canned(whole=['trace "!"\ntrivial']).prove_whole(server, goal="True")
     assert accepted.status is AttemptStatus.PROVED and accepted.axioms == ()
     assert accepted.proof == ('trace "!"\ntrivial',) and accepted.expansions == 1
@@ -290,10 +302,10 @@ def test_proof_code_of_each_target():
         "import Mathlib\n\nnamespace Foo\n\nset_option maxHeartbeats 400000 in\n"
         "theorem bar (n : ℕ) : n + 0 = n := by\n  induction n with\n  | zero => rfl\n"
         "  | succ n ih => simp\n\n#print axioms bar\n\nend Foo\n"
-        "set_option pp.fullNames true in #print axioms Foo.bar\n"
+        "set_option pp.fullNames true\n#print axioms Foo.bar\n"
     )
     assert (audited.first_line, audited.last_line, audited.name_line) == (5, 9, 11)
-    assert audited.audit_line == 14
+    assert audited.audit_line == 15
     assert Target.of(theorem=source).statement() == (
         "set_option maxHeartbeats 400000 in\ntheorem Foo.bar (n : ℕ) : n + 0 = n := by"
     )
@@ -313,5 +325,5 @@ def test_proof_code_of_each_target():
     goal = Target.of(goal="True").audited("trivial")
     assert goal.code == (
         "theorem leanloop_goal : True := by\n  trivial\n\n#print axioms leanloop_goal\n\n"
-        "set_option pp.fullNames true in #print axioms leanloop_goal\n"
+        "set_option pp.fullNames true\n#print axioms leanloop_goal\n"
     )

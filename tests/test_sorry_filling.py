@@ -118,7 +118,7 @@ def test_only_the_proof_is_replaced(tmp_path, after):
     (code,) = lean.checked
     assert without_audit(code) == expected.rstrip() + "\n"
     assert "\n  rfl\n\n#print axioms a\n" in code  # in its namespace, right after it
-    assert code.endswith("\nset_option pp.fullNames true in #print axioms Demo.a\n")
+    assert code.endswith("\nset_option pp.fullNames true\n#print axioms Demo.a\n")
     assert code.count("end Demo") == 1  # the file's own 'end' closed it: none added
     assert result.axioms == ("propext",)
 

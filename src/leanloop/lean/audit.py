@@ -6,10 +6,21 @@ here."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from leanloop.lean.account import (
+    END,
+    PRINT_AXIOMS,
+    SET_OPTION,
+    ExpectedCommand,
+    Offsets,
+    declaration_problem,
+    place,
+    sequence_problem,
+)
 from leanloop.lean.axioms import AxiomAudit, AxiomPolicy, find_axiom_report, same_name
 from leanloop.lean.lexer import escape_name, split_name
 from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
@@ -34,15 +45,21 @@ def declared_name(full_name: str, name: str | None, modifiers: Sequence[str] = (
 
 @dataclass(frozen=True)
 class AuditedCode:
-    """Lean code holding one declaration to judge, with two audit commands of leanloop's own:
-    right after the declaration, in its own scope, ``#print axioms`` of the name as declared
-    (Lean's answer names the constant it made, so leanloop's reading of the namespaces is
-    checked), and at the end, after the scopes still open are closed, ``#print axioms`` of the
-    full name with full names printed (the axioms the policy judges).
+    """Lean code holding one declaration to judge, with leanloop's own audit commands: right
+    after the declaration, in its own scope, ``#print axioms`` of the name as declared (Lean's
+    answer names the constant it made, so leanloop's reading of the namespaces is checked), and
+    at the end, after the scopes still open are closed, ``set_option pp.fullNames true`` and
+    ``#print axioms`` of the full name (the axioms the policy judges).
 
-    ``first_line`` and ``last_line`` (1-based, inclusive) are the declaration's lines in
-    ``code``; ``name_line`` and ``audit_line`` those of the two audit commands; ``own_lines``
-    every line leanloop added."""
+    ``start`` and ``end`` are the offsets of the declaration's text in ``code``: Lean must
+    elaborate exactly one command starting there (text before ``start`` is trusted: a file's
+    prefix, a benchmark's header). ``expected`` lists the commands leanloop itself put after
+    the declaration, each at its offset; ``rest`` the commands of the text that followed the
+    declaration in its file (a sorry fill), as Lean elaborated them in the original file, at
+    their offsets here — None when that text is not checked. ``first_line`` and ``last_line``
+    (1-based, inclusive) are the declaration's lines as leanloop reads them (Lean's own range
+    replaces them when the answer carries Lean's account); ``name_line`` and ``audit_line``
+    those of the two ``#print axioms``; ``own_lines`` every line leanloop added."""
 
     code: str
     name: str
@@ -51,6 +68,11 @@ class AuditedCode:
     name_line: int
     audit_line: int
     own_lines: frozenset[int]
+    start: int = 0
+    end: int = 0
+    expected: tuple[ExpectedCommand, ...] = ()
+    rest: tuple[ExpectedCommand, ...] | None = None
+    rest_span: tuple[int, int] = (0, 0)
 
     @classmethod
     def around(
@@ -61,25 +83,55 @@ class AuditedCode:
         name: str,
         open_scopes: Sequence[tuple[str, str]] = (),
         declared: str | None = None,
+        rest: Sequence[ExpectedCommand] | None = None,
     ) -> AuditedCode:
         """``text`` (whose declaration ``name``, declared as ``declared`` — by default the last
         part of ``name`` — spans offsets ``[start, end)``) with the audit added; ``open_scopes``
-        are the namespaces and sections still open at the end of ``text``."""
+        are the namespaces and sections still open at the end of ``text``; ``rest``, the
+        commands Lean elaborated in ``text[end:]`` (offsets relative to ``end``), when that
+        text must still read as it did."""
         first_line = text.count("\n", 0, start) + 1
         last_line = first_line + text.count("\n", start, max(start, end - 1))
         declared = declared or split_name(escape_name(name))[-1]
         head = text[:end]
         name_line = head.count("\n") + 3
-        rest = text[end:].rstrip()
-        body = f"{head}\n\n#print axioms {escape_name(declared)}\n{rest}".rstrip()
+        name_command = f"#print axioms {escape_name(declared)}"
+        after = text[end:].rstrip()
+        body = f"{head}\n\n{name_command}\n{after}".rstrip()
+        rest_start = len(head) + 2 + len(name_command) + 1
         tail = [
             *closing_commands(open_scopes),
-            f"set_option pp.fullNames true in #print axioms {escape_name(name)}",
+            "set_option pp.fullNames true",
+            f"#print axioms {escape_name(name)}",
         ]
         code = body + "\n\n" + "\n".join(tail) + "\n"
         audit_line = body.count("\n") + 2 + len(tail)
         own = {name_line, *range(audit_line - len(tail) + 1, audit_line + 1)}
-        return cls(code, name, first_line, last_line, name_line, audit_line, frozenset(own))
+        expected = [ExpectedCommand(len(head) + 2, PRINT_AXIOMS)]
+        offset = len(body) + 2
+        for command in tail:
+            kind = END if command.startswith("end") else SET_OPTION
+            expected.append(ExpectedCommand(offset, PRINT_AXIOMS if "#print" in command else kind))
+            offset += len(command) + 1
+        moved = (
+            tuple(ExpectedCommand(rest_start + c.offset, c.expected) for c in rest)
+            if rest is not None
+            else None
+        )
+        return cls(
+            code,
+            name,
+            first_line,
+            last_line,
+            name_line,
+            audit_line,
+            frozenset(own),
+            start,
+            end,
+            tuple(expected),
+            moved,
+            (rest_start, len(body)),
+        )
 
     @classmethod
     def unaudited(cls, text: str, start: int, end: int, name: str) -> AuditedCode:
@@ -88,7 +140,7 @@ class AuditedCode:
         (the judgement says the axioms were not audited)."""
         first_line = text.count("\n", 0, start) + 1
         last_line = first_line + text.count("\n", start, max(start, end - 1))
-        return cls(text, name, first_line, last_line, 0, 0, frozenset())
+        return cls(text, name, first_line, last_line, 0, 0, frozenset(), start, end)
 
     @property
     def audits(self) -> bool:
@@ -131,16 +183,52 @@ def _first_line(message: LeanMessage) -> str:
     return (text[0] if text else "")[:200]
 
 
+def _account(result: CheckResult, audited: AuditedCode) -> tuple[AuditedCode, str | None]:
+    """What Lean's account of the commands it elaborated says of ``audited``: the code with the
+    declaration's lines as Lean elaborated them, and why the account refuses the check (None
+    when the commands are exactly the ones expected; '' when there is no account)."""
+    if result.commands is None:
+        return audited, ""
+    code = audited.code
+    placed = place(result.commands, code)
+    declaration, problem = declaration_problem(placed, audited.start, audited.end)
+    if declaration is None:
+        return audited, problem
+    lines = Offsets(code)
+    first = lines.line(declaration.start)
+    last = lines.line(max(declaration.start, declaration.end - 1))
+    located = dataclasses.replace(audited, first_line=first, last_line=last)
+    if declaration.end > audited.end and audited.audits:
+        return located, "Lean's declaration ends after where leanloop read its end"
+    if not audited.audits:
+        return located, None
+    if audited.rest is None:  # the file's own text after the declaration is not checked
+        rest_start, rest_end = audited.rest_span
+        placed = [p for p in placed if not rest_start <= p.start < rest_end]
+        expected: tuple[ExpectedCommand, ...] = audited.expected
+    else:
+        name_audit, *tail = audited.expected
+        expected = (name_audit, *audited.rest, *tail)
+    problem = sequence_problem(placed, audited.end, len(code) + 1, expected)
+    return located, problem or None
+
+
 def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Judgement:
     """Judge the declaration of ``audited`` from Lean's answer ``result`` on its code.
 
     Messages located outside the declaration (an earlier ``sorry``, a linter warning) do not
     count. An error before it means the code around it does not elaborate (``broken``); an error
-    after it (in the code that follows, or in leanloop's own audit lines) rejects it; an audit
-    answer that is missing, repeated or about another constant refuses it. Where the answer
-    carries no proof status, nothing is assumed: the audit decides. Code without audit lines
-    (``AuditedCode.unaudited``) is judged by its located messages alone, and the judgement says
-    that its axioms were not audited."""
+    after it (in the code that follows, or in leanloop's own audit lines) rejects it. Then
+    Lean's account of the commands it elaborated decides whether the check counts at all: Lean
+    must have elaborated exactly one command in the declaration's text, leanloop's audit
+    commands where leanloop put them with Lean's own elaborators, and nothing else (a command
+    the screen did not see, a ``#print axioms`` a macro rewrote, an audit hidden in a comment
+    refuse it); audited code whose answer carries no account is refused too, since what ran
+    cannot be confirmed. An audit answer that is missing, repeated or about another constant
+    refuses it. Code without audit lines (``AuditedCode.unaudited``, a recorded verdict) is
+    judged by its located messages alone, and the judgement says that its axioms were not
+    audited: it is never a proof."""
+    audited, account = _account(result, audited)
     errors = [m for m in result.messages if m.severity == "error"]
     own = [m for m in errors if audited.inside(m.line)]
     if own:
@@ -166,12 +254,20 @@ def judge(result: CheckResult, audited: AuditedCode, policy: AxiomPolicy) -> Jud
             f"the code after the declaration does not elaborate with it: line "
             f"{errors[0].line}: {_first_line(errors[0])}",
         )
+    if account:
+        return Judgement(Outcome.REFUSED, f"Lean's account refuses it: {account}")
     sorry_warned = any(is_sorry_warning(m) and audited.inside(m.line) for m in result.messages)
     sorry_left = any(audited.inside(line) for line in result.sorry_lines)
     if sorry_warned or sorry_left:
         return Judgement(Outcome.SORRY, "Lean accepted it only thanks to a sorry in it")
     if not audited.audits:
         return Judgement(Outcome.ACCEPTED, "", (), audited=False)
+    if account is not None:  # '' : Lean gave no account of what it elaborated
+        return Judgement(
+            Outcome.REFUSED,
+            "the Lean server gave no account of the commands it elaborated (an infotree), so "
+            "leanloop cannot confirm that only the expected commands ran",
+        )
     made = find_axiom_report(result.messages, line=audited.name_line)
     if made is None or not same_name(made.name, audited.name):
         found = f"Lean named it {made.name}" if made is not None else "Lean did not name it"

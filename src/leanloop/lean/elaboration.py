@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leanloop.lean.account import ElaboratedCommand
 from leanloop.lean.server import LeanMessage
 
 
@@ -42,3 +43,5 @@ class Elaboration:
     sorries: tuple[SorrySite, ...]
     tactics: tuple[TacticStep, ...]
     env: int
+    #: Lean's account of the top-level commands it elaborated (None: not asked for)
+    commands: tuple[ElaboratedCommand, ...] | None = None

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from leanloop.lean.account import commands_from_infotree
 from leanloop.lean.elaboration import Elaboration, SorrySite, TacticStep
-from leanloop.lean.errors import LeanRequestError
+from leanloop.lean.errors import LeanRequestError, ProtocolError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.server import (
     CheckResult,
@@ -37,8 +38,17 @@ class ReplClient:
     ) -> proto.CommandResponse | proto.ProofStepResponse | proto.ReplErrorResponse:
         return proto.parse_answer(request, self.transport.exchange(request.to_json()))
 
-    def command(self, cmd: str, *, env: int | None = None, all_tactics: bool | None = None):
-        return self.send(proto.CommandRequest(cmd=cmd, env=env, all_tactics=all_tactics))
+    def command(
+        self,
+        cmd: str,
+        *,
+        env: int | None = None,
+        all_tactics: bool | None = None,
+        infotree: str | None = None,
+    ):
+        return self.send(
+            proto.CommandRequest(cmd=cmd, env=env, all_tactics=all_tactics, infotree=infotree)
+        )
 
     def file(self, path: str, *, env: int | None = None, all_tactics: bool | None = None):
         return self.send(proto.FileRequest(path=path, env=env, all_tactics=all_tactics))
@@ -160,9 +170,16 @@ class ReplServer(LeanServer):
             self._envs.clear()
             self._envs_generation = self.generation
 
-    def _command(self, cmd: str, env: int | None = None, *, all_tactics: bool | None = None):
+    def _command(
+        self,
+        cmd: str,
+        env: int | None = None,
+        *,
+        all_tactics: bool | None = None,
+        infotree: str | None = None,
+    ):
         self.stats.requests += 1
-        answer = self.client.command(cmd, env=env, all_tactics=all_tactics)
+        answer = self.client.command(cmd, env=env, all_tactics=all_tactics, infotree=infotree)
         if isinstance(answer, proto.ReplErrorResponse):
             self.stats.failures += 1
             raise LeanRequestError(f"the Lean REPL refused the command: {answer.message}")
@@ -195,25 +212,37 @@ class ReplServer(LeanServer):
             self._envs[header] = answer.env
         return self._envs[header]
 
-    def elaborate(self, code: str, *, all_tactics: bool = False) -> Elaboration:
+    def elaborate(
+        self, code: str, *, all_tactics: bool = False, account: bool = False
+    ) -> Elaboration:
         """Elaborate code, its imports reused from the environment cache.
 
         Args:
             code: Lean code with its imports.
             all_tactics: Also report every tactic with the goals before it (for tracing).
+            account: Also report the commands Lean elaborated (from the REPL's infotree).
 
         Returns:
-            Lean's messages, the sorries and the tactics; positions refer to ``code`` as
-            given.
+            Lean's messages, the sorries, the tactics and (with ``account``) the commands;
+            positions refer to ``code`` as given.
 
         Raises:
             LeanRequestError: The REPL refused the command, or the imports do not elaborate.
+            ProtocolError: The infotree asked for is not one leanloop can read.
         """
         header, body, offset = split_header(code)
         env = self.environment(header)
         if env is None:
             body, offset = code, 0
-        answer = self._command(body, env, all_tactics=all_tactics or None)
+        answer = self._command(
+            body, env, all_tactics=all_tactics or None, infotree="full" if account else None
+        )
+        commands = None
+        if account and answer.infotree is not None:  # None: this REPL gave no infotree
+            try:
+                commands = commands_from_infotree(answer.infotree, offset)
+            except ValueError as exc:
+                raise ProtocolError(f"the Lean REPL's infotree cannot be read: {exc}") from None
         return Elaboration(
             messages=tuple(_message(m, offset) for m in answer.messages),
             sorries=tuple(
@@ -239,14 +268,19 @@ class ReplServer(LeanServer):
                 for t in answer.tactics
             ),
             env=answer.env,
+            commands=commands,
         )
 
     # -- LeanServer ----------------------------------------------------------------------------
 
     def check(self, code: str) -> CheckResult:
-        result = self.elaborate(code)
+        """Lean's answer on ``code``, with its account of the commands it elaborated."""
+        result = self.elaborate(code, account=True)
         return CheckResult.from_messages(
-            result.messages, [s.goal for s in result.sorries], [s.line for s in result.sorries]
+            result.messages,
+            [s.goal for s in result.sorries],
+            [s.line for s in result.sorries],
+            result.commands,
         )
 
     def open_sorries(self, code: str) -> list[ProofState]:

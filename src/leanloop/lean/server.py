@@ -8,6 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from leanloop.lean.account import ElaboratedCommand
 from leanloop.lean.errors import StaleStateError
 from leanloop.lean.scanner import Declaration, SourceScan
 from leanloop.lean.verdict import Verdict, verdict_of
@@ -116,6 +117,8 @@ class CheckResult:
     sorry_goals: tuple[str, ...] = ()
     #: the line of each sorry of ``sorry_goals`` (None where the server gave none)
     sorry_lines: tuple[int | None, ...] = ()
+    #: Lean's account of the top-level commands it elaborated (None: the server gave none)
+    commands: tuple[ElaboratedCommand, ...] | None = None
 
     @property
     def accepted(self) -> bool:
@@ -128,6 +131,7 @@ class CheckResult:
         messages: Sequence[LeanMessage],
         sorry_goals: Sequence[str] = (),
         sorry_lines: Sequence[int | None] = (),
+        commands: Sequence[ElaboratedCommand] | None = None,
     ) -> CheckResult:
         """Lean's verdict read from its messages and sorries.
 
@@ -135,13 +139,15 @@ class CheckResult:
             messages: What Lean printed.
             sorry_goals: The goal at each ``sorry``.
             sorry_lines: The line of each ``sorry`` (empty: unknown).
+            commands: Lean's account of the commands it elaborated, when the server gives it.
 
         Returns:
             The result, its verdict decided by the errors and the sorries.
         """
         verdict = verdict_of(messages, sorries=len(sorry_goals))
         lines = tuple(sorry_lines) or (None,) * len(sorry_goals)
-        return cls(verdict, tuple(messages), tuple(sorry_goals), lines)
+        account = tuple(commands) if commands is not None else None
+        return cls(verdict, tuple(messages), tuple(sorry_goals), lines, account)
 
     @property
     def errors(self) -> list[LeanMessage]:
