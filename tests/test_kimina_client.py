@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 
 from leanloop.errors import LeanloopError
 from leanloop.lean.kimina import KiminaVerifier
+from leanloop.lean.kimina_positions import Convention
 from leanloop.lean.verdict import Verdict, verdict_of
 from leanloop.lean.verification import Verification, Verifier
 from tests.serve_support import live_server
@@ -121,6 +122,8 @@ def test_recorded_verdicts_come_back_batched_and_in_order(kimina, recorded):
 
     verifications = client.check_batch(codes, timeout=60)
     client.close()
+    # the recorded answers count lines after the header the server cut off, and show it
+    assert client.convention.learned is Convention.AFTER_HEADER
 
     assert len(standin.requests) == math.ceil(len(codes) / 8) > 1
     sent = [code for _, body in standin.requests for code in body["codes"]]
@@ -152,13 +155,16 @@ def test_a_lean_error_rejects_its_code_only(kimina, recorded):
     accepted, code = [c for c, r in recorded.items() if r["response"]][:2]
 
     # The recorded verdicts hold no error-severity message, so this answer is built here: a
-    # wire-format test of the client, not Lean's output on the code.
+    # wire-format test of the client, not Lean's output on the code. It points at the code's
+    # last line, counted from its first line (past the code in any other convention).
+    last = code.rstrip("\n").count("\n") + 1
+
     def answer(body: dict[str, Any]) -> dict[str, Any]:
         first, second = body["codes"]
         error = {
             "severity": "error",
-            "pos": {"line": 3, "column": 2},
-            "endPos": {"line": 3, "column": 6},
+            "pos": {"line": last, "column": 2},
+            "endPos": {"line": last, "column": 6},
             "data": "unsolved goals\n⊢ False",
         }
         return {
@@ -178,7 +184,7 @@ def test_a_lean_error_rejects_its_code_only(kimina, recorded):
     assert first.error is None and first.result.verdict is Verdict.ACCEPTED
     assert second.error is None and second.result.verdict is Verdict.REJECTED
     (message,) = second.result.errors
-    assert (message.line, message.column, message.end_line) == (3, 2, 3)
+    assert (message.line, message.column, message.end_line) == (last, 2, last)
     assert message.text == "unsolved goals\n⊢ False"
 
 

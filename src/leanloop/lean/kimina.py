@@ -1,5 +1,6 @@
 """``KiminaVerifier``: checking Lean code on a running Kimina Lean Server (``POST /verify``; also
-spoken by ``leanloop serve``), in batches, as a ``Verifier``."""
+spoken by ``leanloop serve``), in batches, as a ``Verifier``; the positions of its answers are
+read in the server's convention (``leanloop.lean.kimina_positions``) and given in the code sent."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import httpx
 import tenacity
 
 from leanloop.errors import LeanloopError
+from leanloop.lean.kimina_positions import Convention, ServerConvention
 from leanloop.lean.verification import Source, Verification, verification_of
 from leanloop.settings import Settings
 
@@ -31,7 +33,14 @@ class KiminaVerifier:
     spent, or on another 4xx or a malformed answer, each code of that batch gets a failed
     ``Verification`` saying why (the other batches are unaffected). The API key, if any, is read
     from the variable ``api_key_env`` for each request and sent as a bearer token, never
-    stored or shown. ``client`` is used as given (and left open by ``close``)."""
+    stored or shown. ``client`` is used as given (and left open by ``close``).
+
+    Servers count the lines of their answers from different lines of the code (before October
+    2025 from the line after the imports, since then from the first line; no endpoint says
+    which): each answer is read in the convention its own messages show, and an answer that
+    shows none in the convention this server's earlier answers showed (``convention.learned``),
+    before any in ``convention`` (by default the current server's, ``WHOLE``). The lines of the
+    ``CheckResult`` are always those of the code sent."""
 
     live = True
     source: Source = "lean"
@@ -46,6 +55,7 @@ class KiminaVerifier:
         backoff: float = 1.0,
         api_key_env: str | None = None,
         client: httpx.Client | None = None,
+        convention: Convention = Convention.WHOLE,
     ) -> None:
         if batch_size < 1 or timeout <= 0 or retries < 0 or backoff < 0:
             raise LeanloopError(
@@ -71,6 +81,7 @@ class KiminaVerifier:
         self.api_key_env = api_key_env
         self._owns_client = client is None
         self.client = client if client is not None else httpx.Client()
+        self.convention = ServerConvention(convention)
 
     def check_batch(self, codes: Sequence[str], timeout: float) -> list[Verification]:
         verifications: list[Verification] = []
@@ -120,15 +131,19 @@ class KiminaVerifier:
         }
         stray = len(results) - len(by_id)
         default = (time.monotonic() - started) / len(batch)
+        answered = [by_id.get(i) for i in ids]
+        readings = self.convention.read(
+            [(code, _response(item)) for code, item in zip(batch, answered, strict=True)]
+        )
         verifications = []
-        for i in ids:
-            item = by_id.get(i)
+        for i, item, reading in zip(ids, answered, readings, strict=True):
             if item is None:
                 unknown = f" ({stray} result(s) had no known custom_id)" if stray else ""
                 verifications.append(failed(f"the answer has no result for code {i}{unknown}"))
                 continue
             try:
-                verifications.append(verification_of(item, _seconds(item, default), "lean"))
+                seconds = _seconds(item, default)
+                verifications.append(verification_of(item, seconds, "lean", reading))
             except ValueError as exc:
                 verifications.append(failed(f"the result for code {i} is malformed: {exc}"))
         return verifications
@@ -157,6 +172,14 @@ class KiminaVerifier:
 
     def _attempts(self) -> str:
         return f" after {self.retries + 1} attempts" if self.retries else ""
+
+
+def _response(item: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The REPL's response in a result, when the check ran and gave one."""
+    if item is None or item.get("error"):
+        return None
+    response = item.get("response")
+    return response if isinstance(response, Mapping) else None
 
 
 def _seconds(item: Mapping[str, Any], default: float) -> float:

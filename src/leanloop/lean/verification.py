@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.lean.errors import LeanRequestError, RequestTimeout, ServerError
+from leanloop.lean.kimina_positions import Convention, PositionReading, ServerConvention
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.repl import split_header
 from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
@@ -27,13 +28,15 @@ Source = Literal["lean", "recorded"]
 class Verification:
     """Lean's answer on one piece of code (``result``), or why there is none (``error``: a
     timeout, a crash, imports that do not elaborate, no recorded verdict), the seconds the check
-    took, and where the answer comes from (``source``)."""
+    took, and where the answer comes from (``source``); for a Kimina Lean Server's answer, how
+    its positions were read (``positions``: the lines of ``result`` are those of the code sent)."""
 
     result: CheckResult | None
     error: str | None
     seconds: float
     source: Source
     timed_out: bool = False  # the check ran out of time (the code's fault, not the verifier's)
+    positions: PositionReading | None = None
 
     @classmethod
     def failed(
@@ -121,12 +124,17 @@ def time_limit(server: Any, seconds: float) -> Iterator[None]:
 # -- Kimina Lean Server's answer shape (also the recorded verdicts' format) ----------------------
 
 
-def check_result_of(response: Mapping[str, Any]) -> CheckResult:
+def check_result_of(response: Mapping[str, Any], lines: int = 0) -> CheckResult:
     """A ``CheckResult`` of the REPL response in a Kimina Lean Server answer (``messages`` with
-    ``severity``, ``pos``, ``endPos`` and ``data``; ``sorries`` with ``pos``); ``ValueError``
-    when it has another shape."""
+    ``severity``, ``pos``, ``endPos`` and ``data``; ``sorries`` with ``pos``), ``lines`` added to
+    each line (1 or more) it gives (see ``leanloop.lean.kimina_positions``); ``ValueError`` when
+    it has another shape."""
     if not isinstance(response, Mapping):
         raise ValueError("the response is not an object")
+
+    def moved(line: Any) -> Any:
+        return line + lines if isinstance(line, int) and line >= 1 else line
+
     messages = []
     for index, message in enumerate(response.get("messages") or ()):
         try:
@@ -137,26 +145,32 @@ def check_result_of(response: Mapping[str, Any]) -> CheckResult:
                 LeanMessage(
                     severity="info" if severity == "information" else str(severity),
                     text=str(message["data"]),
-                    line=pos.get("line"),
+                    line=moved(pos.get("line")),
                     column=pos.get("column"),
-                    end_line=end.get("line"),
+                    end_line=moved(end.get("line")),
                     end_column=end.get("column"),
                 )
             )
         except (AttributeError, KeyError, TypeError) as exc:
             raise ValueError(f"messages[{index}] lacks {exc}") from None
-    goals, lines = [], []
+    goals, sorry_lines = [], []
     for index, sorry in enumerate(response.get("sorries") or ()):
         if not isinstance(sorry, Mapping):
             raise ValueError(f"sorries[{index}] is not an object")
         goals.append(str(sorry.get("goal", "")))
-        lines.append((sorry.get("pos") or {}).get("line"))
-    return CheckResult.from_messages(messages, goals, lines)
+        sorry_lines.append(moved((sorry.get("pos") or {}).get("line")))
+    return CheckResult.from_messages(messages, goals, sorry_lines)
 
 
-def verification_of(result: Mapping[str, Any], seconds: float, source: Source) -> Verification:
+def verification_of(
+    result: Mapping[str, Any],
+    seconds: float,
+    source: Source,
+    positions: PositionReading | None = None,
+) -> Verification:
     """A ``Verification`` of one item of a Kimina answer's ``results`` (``error`` set when the
-    check itself failed, else ``response``); ``ValueError`` when it has another shape."""
+    check itself failed, else ``response``), its positions read as ``positions`` says (as they
+    are without it); ``ValueError`` when it has another shape."""
     if not isinstance(result, Mapping):
         raise ValueError("the result is not an object")
     error = result.get("error")
@@ -166,27 +180,52 @@ def verification_of(result: Mapping[str, Any], seconds: float, source: Source) -
     response = result.get("response")
     if response is None:
         raise ValueError("the result has neither 'error' nor 'response'")
-    return Verification(check_result_of(response), None, seconds, source)
+    lines = positions.lines if positions is not None else 0
+    return Verification(
+        check_result_of(response, lines), None, seconds, source, positions=positions
+    )
 
 
 class RecordedVerifier:
     """Lean's verdicts recorded earlier, one JSON object a line (``code``, the whole code that
     was checked, and ``result``, the Kimina Lean Server's answer on it): answers only code whose
     exact text has a recorded verdict and refuses anything else. Its answers are recorded
-    verdicts, never checks made now (``live`` is False: nothing leanloop adds is checked)."""
+    verdicts, never checks made now (``live`` is False: nothing leanloop adds is checked).
+
+    The positions of each answer are read in the convention of the server that recorded it
+    (``leanloop.lean.kimina_positions``): shown by the answer itself, else by the other answers
+    of the file (``convention.learned``), else ``default``."""
 
     live = False
     source: Source = "recorded"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, default: Convention = Convention.WHOLE) -> None:
+        self.path = Path(path)
+        self.convention = ServerConvention(default)
+        rows = self._rows()
+        readings = self.convention.read(
+            [
+                (code, item.get("response") if not item.get("error") else None)
+                for _, code, item in rows
+            ]
+        )
+        self._verdicts: dict[str, Verification] = {}
+        for (number, code, item), reading in zip(rows, readings, strict=True):
+            try:
+                seconds = float((item.get("response") or {}).get("time") or 0.0)
+                self._verdicts[code] = verification_of(item, seconds, "recorded", reading)
+            except (AttributeError, TypeError, ValueError) as exc:
+                raise self._bad(number, exc) from None
+
+    def _rows(self) -> list[tuple[int, str, Mapping[str, Any]]]:
+        """Each recorded ``(line number, code, result)``."""
         import orjson
 
-        self.path = Path(path)
-        self._verdicts: dict[str, Verification] = {}
         try:
             lines = self.path.read_bytes().splitlines()
         except OSError as exc:
             raise LeanloopError(f"{self.path}: cannot read the recorded verdicts ({exc})") from None
+        rows = []
         for number, raw in enumerate(lines, 1):
             if not raw.strip():
                 continue
@@ -200,15 +239,20 @@ class RecordedVerifier:
                 )
             try:
                 (item,) = row["result"]["results"]
-                seconds = float((item.get("response") or {}).get("time") or 0.0)
-                self._verdicts[row["code"]] = verification_of(item, seconds, "recorded")
             except (KeyError, TypeError, ValueError) as exc:
-                raise DataFormatError(
-                    self.path,
-                    f"expected 'result' to hold one result with Lean's response ({exc})",
-                    line=number,
-                    field="result",
-                ) from None
+                raise self._bad(number, exc) from None
+            if not isinstance(item, Mapping):
+                raise self._bad(number, "the result is not an object")
+            rows.append((number, row["code"], item))
+        return rows
+
+    def _bad(self, number: int, reason: object) -> DataFormatError:
+        return DataFormatError(
+            self.path,
+            f"expected 'result' to hold one result with Lean's response ({reason})",
+            line=number,
+            field="result",
+        )
 
     def __len__(self) -> int:
         return len(self._verdicts)

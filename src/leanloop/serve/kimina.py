@@ -1,6 +1,11 @@
 """Kimina Lean Server's API for checking Lean code: ``POST /verify`` (its backward-compatible
 shape: ``codes`` with ``custom_id``) and ``POST /api/checks`` / ``POST /api/check`` (``snippets``
-with ``id``); each answer carries the REPL's response as Lean gave it (messages, sorries)."""
+with ``id``); each answer carries the REPL's response as Lean gave it (messages, sorries).
+
+Positions are in one convention, the current Kimina Lean Server's (since October 2025): lines
+count from the first line of the code as sent, its imports included, though the imports are
+elaborated apart (``Convention.WHOLE`` in ``leanloop.lean.kimina_positions``); columns are
+Lean's."""
 
 from __future__ import annotations
 
@@ -69,7 +74,8 @@ class Sorry(BaseModel):
 
 
 class ReplResponse(BaseModel):
-    """The Lean REPL's answer on the code (positions refer to the code as sent)."""
+    """The Lean REPL's answer on the code (lines count from the first line of the code as sent,
+    imports included)."""
 
     model_config = ConfigDict(populate_by_name=True)
 
