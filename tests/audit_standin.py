@@ -132,7 +132,11 @@ def standin_account(code: str) -> tuple[ElaboratedCommand, ...]:
     starts = [
         i
         for i, t in enumerate(tokens)
-        if t.line_start and t.column == 0 and t.text != "import" and _starts_command(tokens, i)
+        if t.line_start
+        and t.column == 0
+        and t.text != "import"
+        and _starts_command(tokens, i)
+        and not (i and tokens[i - 1].text == "in")  # 'set_option ... in' goes on to it
     ]
     commands = []
     for n, i in enumerate(starts):
@@ -191,6 +195,38 @@ def _standin_command(tokens, end_line: int, end_column: int) -> ElaboratedComman
     if first.text in _KINDS:
         return ElaboratedCommand(*_KINDS[first.text], *where)
     return ElaboratedCommand(*DECLARATION, *where)
+
+
+def infotree_json(commands, line_offset: int = 0) -> list[dict]:
+    """leanloop's account objects in the shape of the REPL's ``infotree`` JSON (each command a
+    ``CommandInfo`` node with its syntax kind, elaborator and range; nothing below it), lines
+    moved by ``line_offset``: for stand-in servers that speak a wire format. It is leanloop's
+    stand-in, not Lean's output; ``test_lean_account`` checks the shape against a real
+    recorded infotree."""
+
+    def node(command) -> dict:
+        return {
+            "kind": "CommandInfo",
+            "node": {
+                "stx": {
+                    "range": {
+                        "synthetic": False,
+                        "start": {"line": command.line + line_offset, "column": command.column},
+                        "finish": {
+                            "line": command.end_line + line_offset,
+                            "column": command.end_column,
+                        },
+                    },
+                    "pp": None,
+                    "kind": command.kind,
+                    "argKinds": [],
+                },
+                "elaborator": command.elaborator,
+            },
+            "children": [node(inner) for inner in command.nested],
+        }
+
+    return [node(command) for command in commands]
 
 
 def without_audit(code: str) -> str:

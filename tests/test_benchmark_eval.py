@@ -794,11 +794,20 @@ def test_the_pool_elaborates_the_imports_once_per_repl(transcripts):
 def test_kimina_server_verifies_with_the_audit(recorded, tmp_path):
     """Through a local server speaking Kimina Lean Server's wire format: Lean's recorded
     messages for the model's code, and, at leanloop's audit lines, axiom reports of
-    leanloop's stand-in (not Lean output): the run audits axioms and counts what Lean accepted."""
+    leanloop's stand-in (not Lean output), with the stand-in's account of the commands as an
+    infotree (counted after the imports, as Kimina gives it): the run audits axioms and counts
+    what Lean accepted."""
     from fastapi import FastAPI
 
     from leanloop.lean.kimina import KiminaVerifier
-    from tests.audit_standin import audit_requests, axiom_report_text, without_audit
+    from leanloop.lean.kimina_positions import Convention, uncounted_lines
+    from tests.audit_standin import (
+        audit_requests,
+        axiom_report_text,
+        infotree_json,
+        standin_account,
+        without_audit,
+    )
     from tests.serve_support import live_server
 
     root, _, rows = recorded
@@ -823,11 +832,14 @@ def test_kimina_server_verifies_with_the_audit(recorded, tmp_path):
                 messages.append(
                     {"severity": "info", "pos": {"line": line, "column": 0}, "data": text}
                 )
+            assert body.get("infotree_type") == "full"
+            cut = uncounted_lines(code, Convention.AFTER_HEADER)
+            tree = infotree_json(standin_account(code), -cut)
             results.append(
                 {
                     "custom_id": item["custom_id"],
                     "error": recorded_result.get("error"),
-                    "response": {**response, "messages": messages},
+                    "response": {**response, "messages": messages, "infotree": tree},
                 }
             )
         return {"results": results}

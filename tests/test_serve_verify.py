@@ -49,6 +49,8 @@ def recorded(transcripts):
     exchanges = [(transcripts[n]["requests"][0], transcripts[n]["responses"][0]) for n in PLAIN]
     mathlib = transcripts["Mathlib/test/exact"]
     exchanges += list(zip(mathlib["requests"][:2], mathlib["responses"][:2], strict=True))
+    tree = transcripts["infotree_theorem"]
+    exchanges.append((tree["requests"][0], tree["responses"][0]))
     return exchanges
 
 
@@ -165,27 +167,42 @@ def test_api_checks_and_check(served, transcripts):
     assert post(url, "/api/checks", {"snippets": []}).status_code == 422
 
 
+def test_an_infotree_asked_for_comes_back_as_the_repl_gave_it(served, transcripts):
+    url, _ = served
+    recorded = transcripts["infotree_theorem"]
+    code = recorded["requests"][0]["cmd"]
+    answer = post(
+        url, "/verify", {"codes": [{"custom_id": "t", "proof": code}], "infotree_type": "full"}
+    )
+    (result,) = answer.json()["results"]
+    assert result["response"]["infotree"] == recorded["responses"][0]["infotree"]
+    assert result["verdict"] == "accepted" and result["axioms_audited"] is False
+
+
 def test_unsupported_options_are_refused(served):
     url, _ = served
     answer = post(
         url,
         "/verify",
-        {"codes": [{"custom_id": "x", "proof": "#eval 1"}], "infotree_type": "original"},
+        {"codes": [{"custom_id": "x", "proof": "#eval 1"}], "infotree_type": "synthetic"},
     )
-    assert answer.status_code == 400 and "infotree is not supported" in answer.json()["detail"]
+    assert answer.status_code == 422 and "infotree_type" in answer.text
     assert post(url, "/verify", {"codes": []}).status_code == 422
     no_code = post(url, "/verify", {"codes": [{"custom_id": "x"}]})
     assert no_code.status_code == 422 and "give the Lean code as 'proof'" in no_code.text
 
 
 def test_the_response_has_kiminas_shape(fixtures):
-    """Kimina's real recorded verdicts read and write back unchanged with the response model."""
+    """Kimina's real recorded verdicts read and write back unchanged with the response model,
+    which adds one field of leanloop's to each result: that no axioms were audited."""
     path = fixtures / "kimina_verdicts" / "verdicts.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert len(rows) == 78
     for row in rows:
         parsed = VerifyResponse.model_validate(row["result"])
-        assert parsed.model_dump(mode="json", by_alias=True) == row["result"], row["name"]
+        written = parsed.model_dump(mode="json", by_alias=True)
+        assert all(r.pop("axioms_audited") is False for r in written["results"])
+        assert written == row["result"], row["name"]
 
 
 def test_without_lean_verify_is_a_503_that_says_what_is_missing(tmp_path, monkeypatch):

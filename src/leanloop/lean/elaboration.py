@@ -5,6 +5,7 @@ lines, 0-based columns, in the code as given."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from leanloop.lean.account import ElaboratedCommand
 from leanloop.lean.server import LeanMessage
@@ -45,3 +46,6 @@ class Elaboration:
     env: int
     #: Lean's account of the top-level commands it elaborated (None: not asked for)
     commands: tuple[ElaboratedCommand, ...] | None = None
+    #: the infotree as the REPL sent it, when one was asked for (lines count from the code
+    #: the REPL was sent: after the imports, which are elaborated apart)
+    infotree: Any = None

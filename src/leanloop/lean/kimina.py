@@ -12,7 +12,7 @@ import httpx
 import tenacity
 
 from leanloop.errors import LeanloopError
-from leanloop.lean.kimina_positions import Convention, ServerConvention
+from leanloop.lean.kimina_positions import Convention, ServerConvention, infotree_lines
 from leanloop.lean.verification import Source, Verification, verification_of
 from leanloop.settings import Settings
 
@@ -100,6 +100,8 @@ class KiminaVerifier:
             "codes": [{"custom_id": i, "proof": code} for i, code in zip(ids, batch, strict=True)],
             "timeout": timeout,
             "disable_cache": False,
+            # Lean's account of the commands it elaborated: without it no check counts
+            "infotree_type": "full",
         }
         wait = min(self.timeout, timeout * len(batch) + MARGIN)
         started = time.monotonic()
@@ -136,14 +138,15 @@ class KiminaVerifier:
             [(code, _response(item)) for code, item in zip(batch, answered, strict=True)]
         )
         verifications = []
-        for i, item, reading in zip(ids, answered, readings, strict=True):
+        for i, code, item, reading in zip(ids, batch, answered, readings, strict=True):
             if item is None:
                 unknown = f" ({stray} result(s) had no known custom_id)" if stray else ""
                 verifications.append(failed(f"the answer has no result for code {i}{unknown}"))
                 continue
             try:
                 seconds = _seconds(item, default)
-                verifications.append(verification_of(item, seconds, "lean", reading))
+                shift = infotree_lines(code, reading)
+                verifications.append(verification_of(item, seconds, "lean", reading, shift))
             except ValueError as exc:
                 verifications.append(failed(f"the result for code {i} is malformed: {exc}"))
         return verifications

@@ -94,6 +94,15 @@ class PositionReading:
     learnable: bool = False
 
 
+def infotree_lines(code: str, reading: PositionReading | None) -> int:
+    """The lines to add to the lines of an ``infotree`` in a Kimina answer on ``code``: no
+    version of the server moves the infotree's positions (the fix of October 2025 moves only
+    messages and sorries), so they always count from the body the REPL was sent — after the
+    imports (1.0.x before 14 June 2025) or after the imports and blank lines (since)."""
+    older = reading is not None and reading.convention is Convention.AFTER_IMPORTS
+    return uncounted_lines(code, Convention.AFTER_IMPORTS if older else Convention.AFTER_HEADER)
+
+
 _UNUSED = re.compile(r"unused variable `(.+?)`")
 _DEPRECATED = re.compile(r"`(.+?)` has been deprecated")
 _DOES_NOTHING = re.compile(r"'(.+)' tactic does nothing", re.DOTALL)

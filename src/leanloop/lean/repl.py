@@ -213,7 +213,12 @@ class ReplServer(LeanServer):
         return self._envs[header]
 
     def elaborate(
-        self, code: str, *, all_tactics: bool = False, account: bool = False
+        self,
+        code: str,
+        *,
+        all_tactics: bool = False,
+        account: bool = False,
+        infotree: str | None = None,
     ) -> Elaboration:
         """Elaborate code, its imports reused from the environment cache.
 
@@ -221,6 +226,9 @@ class ReplServer(LeanServer):
             code: Lean code with its imports.
             all_tactics: Also report every tactic with the goals before it (for tracing).
             account: Also report the commands Lean elaborated (from the REPL's infotree).
+            infotree: Ask the REPL for this kind of infotree (``full``, ``tactics``,
+                ``original``, ``substantive``), given back as the REPL sent it (``account``
+                asks for ``full``).
 
         Returns:
             Lean's messages, the sorries, the tactics and (with ``account``) the commands;
@@ -234,9 +242,8 @@ class ReplServer(LeanServer):
         env = self.environment(header)
         if env is None:
             body, offset = code, 0
-        answer = self._command(
-            body, env, all_tactics=all_tactics or None, infotree="full" if account else None
-        )
+        asked = "full" if account else infotree
+        answer = self._command(body, env, all_tactics=all_tactics or None, infotree=asked)
         commands = None
         if account and answer.infotree is not None:  # None: this REPL gave no infotree
             try:
@@ -269,6 +276,7 @@ class ReplServer(LeanServer):
             ),
             env=answer.env,
             commands=commands,
+            infotree=answer.infotree if asked else None,
         )
 
     # -- LeanServer ----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.lean.account import commands_from_infotree
 from leanloop.lean.errors import LeanRequestError, RequestTimeout, ServerError
 from leanloop.lean.kimina_positions import Convention, PositionReading, ServerConvention
 from leanloop.lean.pool import ServerPool
@@ -124,11 +125,14 @@ def time_limit(server: Any, seconds: float) -> Iterator[None]:
 # -- Kimina Lean Server's answer shape (also the recorded verdicts' format) ----------------------
 
 
-def check_result_of(response: Mapping[str, Any], lines: int = 0) -> CheckResult:
+def check_result_of(
+    response: Mapping[str, Any], lines: int = 0, infotree_lines: int = 0
+) -> CheckResult:
     """A ``CheckResult`` of the REPL response in a Kimina Lean Server answer (``messages`` with
     ``severity``, ``pos``, ``endPos`` and ``data``; ``sorries`` with ``pos``), ``lines`` added to
-    each line (1 or more) it gives (see ``leanloop.lean.kimina_positions``); ``ValueError`` when
-    it has another shape."""
+    each line (1 or more) it gives (see ``leanloop.lean.kimina_positions``), and, where the answer
+    carries the REPL's ``infotree``, Lean's account of the commands it elaborated (its lines moved
+    by ``infotree_lines``); ``ValueError`` when it has another shape."""
     if not isinstance(response, Mapping):
         raise ValueError("the response is not an object")
 
@@ -159,7 +163,9 @@ def check_result_of(response: Mapping[str, Any], lines: int = 0) -> CheckResult:
             raise ValueError(f"sorries[{index}] is not an object")
         goals.append(str(sorry.get("goal", "")))
         sorry_lines.append(moved((sorry.get("pos") or {}).get("line")))
-    return CheckResult.from_messages(messages, goals, sorry_lines)
+    infotree = response.get("infotree")
+    commands = commands_from_infotree(infotree, infotree_lines) if infotree is not None else None
+    return CheckResult.from_messages(messages, goals, sorry_lines, commands)
 
 
 def verification_of(
@@ -167,10 +173,12 @@ def verification_of(
     seconds: float,
     source: Source,
     positions: PositionReading | None = None,
+    infotree_lines: int = 0,
 ) -> Verification:
     """A ``Verification`` of one item of a Kimina answer's ``results`` (``error`` set when the
     check itself failed, else ``response``), its positions read as ``positions`` says (as they
-    are without it); ``ValueError`` when it has another shape."""
+    are without it) and its infotree's lines moved by ``infotree_lines``; ``ValueError`` when it
+    has another shape."""
     if not isinstance(result, Mapping):
         raise ValueError("the result is not an object")
     error = result.get("error")
@@ -182,7 +190,11 @@ def verification_of(
         raise ValueError("the result has neither 'error' nor 'response'")
     lines = positions.lines if positions is not None else 0
     return Verification(
-        check_result_of(response, lines), None, seconds, source, positions=positions
+        check_result_of(response, lines, infotree_lines),
+        None,
+        seconds,
+        source,
+        positions=positions,
     )
 
 

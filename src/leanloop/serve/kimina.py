@@ -5,7 +5,13 @@ with ``id``); each answer carries the REPL's response as Lean gave it (messages,
 Positions are in one convention, the current Kimina Lean Server's (since October 2025): lines
 count from the first line of the code as sent, its imports included, though the imports are
 elaborated apart (``Convention.WHOLE`` in ``leanloop.lean.kimina_positions``); columns are
-Lean's."""
+Lean's. An ``infotree`` asked for comes back as the REPL gave it, its lines counted from the code
+after the imports, as Kimina Lean Server gives it (it never moves them).
+
+What an answer's ``verdict`` means, and does not: ``accepted`` says Lean raised no error and
+left no ``sorry`` in the code as a whole. The axioms are not audited and no declaration is
+judged on its own (``axioms_audited`` is false in every answer): it is not leanloop's verdict
+that a theorem is proved, which needs the audit (``leanloop prove``, the Python API)."""
 
 from __future__ import annotations
 
@@ -15,12 +21,11 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from leanloop.lean.verdict import Verdict, verdict_of
-from leanloop.serve.errors import BadRequest
 from leanloop.serve.state import ServerState, server_state
 from leanloop.serve.verifier import Checked
 from leanloop.serve.wire import Text, omitted_when_null
 
-Infotree = Literal["original", "synthetic"]
+Infotree = Literal["full", "tactics", "original", "substantive"]
 MAX_CODES = 256
 
 
@@ -45,7 +50,9 @@ class VerifyRequest(BaseModel):
     timeout: float = Field(
         default=300, gt=0, description="Seconds per code (at most the server's lean.timeout)."
     )
-    infotree_type: Infotree | None = Field(default=None, description="Not supported: leave it out.")
+    infotree_type: Infotree | None = Field(
+        default=None, description="The REPL's infotree of this kind, returned with each answer."
+    )
     disable_cache: bool = Field(
         default=False, description="Accepted for compatibility; REPLs are always reused."
     )
@@ -83,6 +90,10 @@ class ReplResponse(BaseModel):
     messages: list[Message] | None = omitted_when_null()
     sorries: list[Sorry] | None = omitted_when_null()
     time: float | None = omitted_when_null()
+    infotree: Any = omitted_when_null(
+        description="The REPL's infotree as it gave it (when asked for); its lines count from "
+        "the code after the imports."
+    )
 
 
 class VerifyResult(BaseModel):
@@ -90,8 +101,13 @@ class VerifyResult(BaseModel):
     error: str | None = Field(description="Why the code could not be checked (null if it was).")
     response: ReplResponse | None = None
     verdict: Verdict | None = omitted_when_null(
-        description="leanloop's reading of Lean's answer: accepted (no error, no sorry), "
-        "rejected, or contains_sorry.",
+        description="leanloop's reading of Lean's answer on the code as a whole: accepted (no "
+        "error, no sorry), rejected, or contains_sorry. Not an axiom audit.",
+    )
+    axioms_audited: bool = Field(
+        default=False,
+        description="Always false: 'accepted' does not mean the axioms were audited (a proof "
+        "by native_decide or resting on a declared axiom is accepted here).",
     )
 
 
@@ -108,7 +124,9 @@ class _CheckOptions(BaseModel):
     timeout: float = Field(default=30, gt=0, description="Seconds per snippet.")
     debug: bool = Field(default=False, description="Accepted for compatibility; no diagnostics.")
     reuse: bool = Field(default=True, description="Accepted for compatibility; REPLs are reused.")
-    infotree: Infotree | None = Field(default=None, description="Not supported: leave it out.")
+    infotree: Infotree | None = Field(
+        default=None, description="The REPL's infotree of this kind, returned with each answer."
+    )
 
 
 class ChecksRequest(_CheckOptions):
@@ -132,6 +150,9 @@ class CheckResponse(BaseModel):
     error: str | None = None
     response: ReplResponse | None = None
     verdict: Verdict | None = omitted_when_null()
+    axioms_audited: bool = Field(
+        default=False, description="Always false: 'verdict' is not an axiom audit."
+    )
 
 
 def repl_response(checked: Checked, *, with_time: bool) -> ReplResponse | None:
@@ -164,6 +185,7 @@ def repl_response(checked: Checked, *, with_time: bool) -> ReplResponse | None:
         messages=messages or None,
         sorries=sorries or None,
         time=checked.seconds if with_time else None,
+        infotree=result.infotree,
     )
 
 
@@ -174,20 +196,14 @@ def verdict(checked: Checked) -> Verdict | None:
     return verdict_of(result.messages, sorries=len(result.sorries))
 
 
-def _no_infotree(value: Any) -> None:
-    if value is not None:
-        raise BadRequest("infotree is not supported by this server", hint="leave it out")
-
-
 router = APIRouter(tags=["Lean"])
 
 
 @router.post("/verify", response_model=VerifyResponse)
 async def verify(request: VerifyRequest, state: ServerState = Depends(server_state)) -> Any:
     """Check Lean code (Kimina Lean Server's request and response)."""
-    _no_infotree(request.infotree_type)
     texts = [c.text for c in request.codes]
-    checked = await state.verifier.check(texts, request.timeout)
+    checked = await state.verifier.check(texts, request.timeout, request.infotree_type)
     return VerifyResponse(
         results=[
             VerifyResult(
@@ -204,16 +220,17 @@ async def verify(request: VerifyRequest, state: ServerState = Depends(server_sta
 @router.post("/api/checks", response_model=list[CheckResponse])
 async def checks(request: ChecksRequest, state: ServerState = Depends(server_state)) -> Any:
     """Check several snippets of Lean code (Kimina Lean Server's newer API)."""
-    _no_infotree(request.infotree)
-    checked = await state.verifier.check([s.code for s in request.snippets], request.timeout)
+    codes = [s.code for s in request.snippets]
+    checked = await state.verifier.check(codes, request.timeout, request.infotree)
     return [_check_response(s, c) for s, c in zip(request.snippets, checked, strict=True)]
 
 
 @router.post("/api/check", response_model=CheckResponse)
 async def check(request: CheckRequest, state: ServerState = Depends(server_state)) -> Any:
     """Check one snippet of Lean code (Kimina Lean Server's newer API)."""
-    _no_infotree(request.infotree)
-    (checked,) = await state.verifier.check([request.snippet.code], request.timeout)
+    (checked,) = await state.verifier.check(
+        [request.snippet.code], request.timeout, request.infotree
+    )
     return _check_response(request.snippet, checked)
 
 

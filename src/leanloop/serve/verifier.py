@@ -92,8 +92,11 @@ class Verifier:
                 )
             return self._pool
 
-    async def check(self, codes: list[str], timeout: float) -> list[Checked]:
-        """Lean's answers on ``codes`` (checked at once on up to ``max_repls`` REPLs)."""
+    async def check(
+        self, codes: list[str], timeout: float, infotree: str | None = None
+    ) -> list[Checked]:
+        """Lean's answers on ``codes`` (checked at once on up to ``max_repls`` REPLs), with the
+        REPL's ``infotree`` of that kind when one is asked for."""
         loop = asyncio.get_running_loop()
         async with self.gate.slot():
             pool = await loop.run_in_executor(self._executor, self._ready_pool)
@@ -101,13 +104,17 @@ class Verifier:
             return list(
                 await asyncio.gather(
                     *(
-                        loop.run_in_executor(self._executor, self._check_one, pool, code, limit)
+                        loop.run_in_executor(
+                            self._executor, self._check_one, pool, code, limit, infotree
+                        )
                         for code in codes
                     )
                 )
             )
 
-    def _check_one(self, pool: ServerPool, code: str, timeout: float) -> Checked:
+    def _check_one(
+        self, pool: ServerPool, code: str, timeout: float, infotree: str | None = None
+    ) -> Checked:
         start = time.monotonic()
         header, _, _ = split_header(code)
         try:
@@ -116,7 +123,7 @@ class Verifier:
                 # limit: timing them out would lose them and the next request would start over
                 server.environment(header)
                 with time_limit(server, timeout):
-                    elaboration = server.elaborate(code)
+                    elaboration = server.elaborate(code, infotree=infotree)
         except (LeanRequestError, ServerError) as exc:
             return Checked(None, exc.message, time.monotonic() - start)
         return Checked(elaboration, None, time.monotonic() - start)
