@@ -171,7 +171,10 @@ def test_an_answer_without_an_account_proves_nothing():
 
 
 def test_a_declaration_wrapped_by_in_is_one_command():
-    text = "import Mathlib\n\nset_option maxHeartbeats 400000 in\ntheorem t : 2 + 2 = 4 := by\n  decide\n"
+    text = (
+        "import Mathlib\n\nset_option maxHeartbeats 400000 in\n"
+        "theorem t : 2 + 2 = 4 := by\n  decide\n"
+    )
     start = text.index("set_option")
     audited = AuditedCode.around(text, start, len(text.rstrip()), "t")
     result = honest(audited)
