@@ -343,6 +343,17 @@ def test_a_recorded_verifier_refuses_code_it_has_no_verdict_for(recorded):
     assert "native" in ended.error
     audited, ended, _ = prepare(problem, "  native_decide\n", config, live=True)
     assert ended is None and audited is not None and audited.audits  # Lean's audit decides
+    for proof, word in [
+        ("  bv_decide?\n", "bv_decide?"),
+        ("  exact _root_.Lean.ofReduceBool _ _ rfl\n", "_root_.Lean.ofReduceBool"),
+        ("  exact Lean.ofReduceNat _ _ rfl\n", "Lean.ofReduceNat"),
+        ("  decide +native\n", "decide +native"),
+    ]:
+        _, ended, _ = prepare(problem, proof, config, live=False)
+        assert ended is not None and ended.status is AttemptStatus.REFUSED, proof
+        assert ended.error.startswith(f"uses {word} (native code)")
+        allowed = BenchmarkConfig(allow_native=True)
+        assert prepare(problem, proof, allowed, live=False)[1] is None
 
 
 # -- the pipeline ---------------------------------------------------------------------------------
