@@ -25,6 +25,8 @@ from enum import Enum
 
 
 class Kind(Enum):
+    """What a token is (keywords are identifiers: ``theorem``, ``s!``, ``panic!``)."""
+
     IDENT = "ident"
     NUMBER = "number"
     STRING = "string"
@@ -55,6 +57,8 @@ class Flaw(Enum):
 
 @dataclass(frozen=True, slots=True)
 class Token:
+    """One token of Lean source, with where it is and how it was read."""
+
     kind: Kind
     text: str
     start: int  # offset in the source (characters)
