@@ -67,6 +67,12 @@ def test_a_malformed_line_names_file_line_and_field(tmp_path):
         ({"name": "b", "split": "test"}, "formal_statement"),
         ({**good, "name": "b", "header": 3}, "header"),
         ({**good, "name": "b", "split": "train"}, "split"),
+        # no ':=' to end the statement: the answer would be read as part of the statement
+        ({**good, "name": "b", "formal_statement": "theorem b : True"}, "formal_statement"),
+        (
+            {**good, "name": "b", "formal_statement": "theorem b : True := by /- open"},
+            "formal_statement",
+        ),
     ]
     for row, field in cases:
         path = tmp_path / "bad.jsonl"
@@ -79,6 +85,33 @@ def test_a_malformed_line_names_file_line_and_field(tmp_path):
     path.write_text(json.dumps(good) + "\n{not json\n")
     with pytest.raises(DataFormatError, match="line 2"):
         BenchmarkFile(path).problems()
+
+
+@pytest.mark.parametrize(
+    ("statement", "opens"),
+    [
+        ("theorem a : True := by\n", True),
+        ("theorem a : True :=\n", True),
+        ("theorem a : True := by -- the proof follows\n", True),
+        ("theorem a : True", False),
+        ("theorem a : True := by sorry", False),
+        ("theorem a (h : x := 1) : True", False),
+        ('theorem a : "s" = "s := by"', False),
+    ],
+)
+def test_a_statement_must_end_in_an_assignment(tmp_path, statement, opens):
+    path = tmp_path / "bench.jsonl"
+    path.write_text(json.dumps({"name": "a", "formal_statement": statement}) + "\n")
+    if opens:
+        assert BenchmarkFile(path).problems()[0].formal_statement == statement
+        return
+    with pytest.raises(DataFormatError) as caught:
+        BenchmarkFile(path).problems()
+    message = str(caught.value)
+    assert message.startswith(f"{path}, line 1, field 'formal_statement': expected a statement")
+    assert "':=' or ':= by'" in message and "\n" not in message
+    with pytest.raises(ValueError, match="ending in ':=' or ':= by'"):
+        BenchmarkProblem(name="a", formal_statement=statement)
 
 
 LEAN_BENCHMARK = """import Mathlib
@@ -343,6 +376,17 @@ def test_a_recorded_verifier_refuses_code_it_has_no_verdict_for(recorded):
     assert "native" in ended.error
     audited, ended, _ = prepare(problem, "  native_decide\n", config, live=True)
     assert ended is None and audited is not None and audited.audits  # Lean's audit decides
+    for proof, word in [
+        ("  bv_decide?\n", "bv_decide?"),
+        ("  exact _root_.Lean.ofReduceBool _ _ rfl\n", "_root_.Lean.ofReduceBool"),
+        ("  exact Lean.ofReduceNat _ _ rfl\n", "Lean.ofReduceNat"),
+        ("  decide +native\n", "decide +native"),
+    ]:
+        _, ended, _ = prepare(problem, proof, config, live=False)
+        assert ended is not None and ended.status is AttemptStatus.REFUSED, proof
+        assert ended.error.startswith(f"uses {word} (native code)")
+        allowed = BenchmarkConfig(allow_native=True)
+        assert prepare(problem, proof, allowed, live=False)[1] is None
 
 
 # -- the pipeline ---------------------------------------------------------------------------------

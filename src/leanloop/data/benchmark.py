@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from leanloop.data.records import Pos, Repository, SourceFile, Theorem, TheoremStatus
 from leanloop.errors import DataFormatError, LeanloopError
@@ -45,6 +45,13 @@ class BenchmarkProblem(BaseModel):
         description="The problem's key in its benchmark: its name, or, for a name used again "
         "further down the file (ProofNet repeats some across textbooks), name@L<line>.",
     )
+
+    @field_validator("formal_statement")
+    @classmethod
+    def _opens_a_proof(cls, statement: str) -> str:
+        if not opens_a_proof(statement):
+            raise ValueError("expected a statement ending in ':=' or ':= by'")
+        return statement
 
     @property
     def source(self) -> str:
@@ -92,6 +99,18 @@ class BenchmarkProblem(BaseModel):
                 hint="the statement must read 'theorem NAME ... :='",
             )
         return TheoremSource.from_scan(scanned, found[-1], file_path)
+
+
+def opens_a_proof(statement: str) -> bool:
+    """Whether ``statement`` ends in ``:=`` or ``:= by`` (comments after them aside), so that
+    the text after it is its proof; a string or comment left open in it never does."""
+    from leanloop.lean.lexer import Kind, tokenize
+
+    tokens = tokenize(statement)
+    if any(t.flaw is not None for t in tokens):
+        return False
+    code = [t.text for t in tokens if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
+    return code[-1:] == [":="] or code[-2:] == [":=", "by"]
 
 
 def source_of_name(name: str) -> str:
@@ -232,6 +251,14 @@ def _read_jsonl(path: Path) -> Iterator[BenchmarkProblem]:
                         line=number,
                         field=key,
                     )
+            if not opens_a_proof(row["formal_statement"]):
+                tail = " ".join(row["formal_statement"].split())[-40:]
+                raise DataFormatError(
+                    str(path),
+                    f"expected a statement ending in ':=' or ':= by', not ...{tail!r}",
+                    line=number,
+                    field="formal_statement",
+                )
             split = row.get("split") or "test"
             if split not in ("test", "valid"):
                 raise DataFormatError(

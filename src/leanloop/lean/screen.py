@@ -2,28 +2,26 @@
 axiom, code that replaces what the compiler runs or skips the kernel, metaprograms, ``sorry``, a
 changed statement) and the proof body to check.
 
-The screen reads tokens (``leanloop.lean.lexer``), so words in comments and strings do not
-count. It is a first line only: what counts is Lean's verdict and the axiom audit
-(``leanloop.lean.axioms``). Native code (``native_decide``, ``decide +native``, ``bv_decide``)
-is not the screen's business: whether it is allowed is the audit's ``allow_native``.
+The screen reads tokens (``leanloop.lean.lexer``) where Lean reads them, so words in comments
+and strings do not count; the ``{...}`` of a string, which are code when Lean reads the string as
+interpolated, count; and text Lean may read otherwise than the lexer (a string or comment never
+closed, a token Lean's tokenizer fails in and reads on after, a string that ends elsewhere when
+read as interpolated) is refused. It is a first line only: what counts is Lean's verdict and the
+axiom audit (``leanloop.lean.axioms``). Native code (``native_decide``, ``decide +native``,
+``bv_decide``) is not the screen's business: whether it is allowed is the audit's
+``allow_native``.
 """
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from leanloop.lean.axioms import name_parts
-from leanloop.lean.lexer import (
-    Kind,
-    Token,
-    hash_word,
-    interpolation_holes,
-    is_unterminated,
-    tokenize,
-)
+from leanloop.lean.lexer import Flaw, Kind, Token, hash_word, hole_spans, tokenize
 from leanloop.lean.scanner import (
     DECLARATION_KEYWORDS,
     MODIFIERS,
@@ -49,6 +47,7 @@ class RefusalCode(StrEnum):
     CHANGED_STATEMENT = "changed_statement"
     NO_PROOF = "no_proof"  # the restated theorem has no ':= ...' proof to take
     UNTERMINATED = "unterminated"  # a string or comment left open hides the text after it
+    UNREADABLE = "unreadable"  # text Lean may read otherwise than the screen
     COMMAND = "command"  # a command inside a proof would leave the proof's 'by' block
 
 
@@ -181,6 +180,8 @@ SORRY_WORDS = frozenset({"sorry", "admit", "sorryAx"})
 THEOREM_WORDS = frozenset({"theorem", "lemma", "example"})
 #: Clauses after a declaration's proof; the proof taken out stops before them.
 _BODY_CLAUSES = frozenset({"where", "termination_by", "decreasing_by", "deriving"})
+_COMMENTS = (Kind.COMMENT, Kind.DOC, Kind.MODDOC)
+_TERMS = (Kind.IDENT, Kind.NUMBER, Kind.STRING, Kind.CHAR, Kind.NAME)
 _OPENING = frozenset({"(", "[", "{", "⟨", "⦃", "⟦", "‹", "@["})
 _CLOSING = frozenset({")", "]", "}", "⟩", "⦄", "⟧", "›"})
 # The order refusals are reported in when a candidate has several.
@@ -209,7 +210,7 @@ def screen_candidate(candidate: str, statement: str | None = None) -> Screened:
     refusal = forbidden_in(candidate)
     if refusal is not None:
         return Screened(None, refusal)
-    tokens = [t for t in tokenize(candidate) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
+    tokens = [t for t in tokenize(candidate) if t.kind not in _COMMENTS]
     if not tokens:
         return _refused(RefusalCode.EMPTY, "the candidate is empty")
     return _screened(candidate, tokens, statement)
@@ -218,36 +219,126 @@ def screen_candidate(candidate: str, statement: str | None = None) -> Screened:
 def forbidden_in(text: str) -> Refusal | None:
     """The refusal the words of ``text`` call for, wherever they stand (a tactic, a proof or
     whole code): declared axioms, kernel checks skipped, ``implemented_by``/``extern``,
-    metaprograms, ``sorry``, or a string or comment left unterminated (which would hide the
-    rest from this screen but not from Lean); None when there is none."""
-    every = tokenize(text)
-    for token in every:
-        if is_unterminated(token):
-            return Refusal(
-                RefusalCode.UNTERMINATED,
-                f"line {token.line}: a {token.kind.value} is never closed",
-                token.line,
-            )
-        if token.kind is Kind.STRING and not token.text.startswith(('"', "r")):
-            for hole in interpolation_holes(token.text):  # code inside s!"..{..}.."
-                refusal = forbidden_in(hole)
-                if refusal is not None:
-                    return Refusal(
-                        refusal.code,
-                        f"line {token.line}: in an interpolated string: {refusal.reason}",
-                        token.line,
-                    )
-    return _forbidden([t for t in every if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)])
+    metaprograms, ``sorry`` (in code, and in the ``{...}`` of strings), or text Lean may read
+    otherwise than this screen (a string or comment left unterminated, a token Lean's tokenizer
+    fails in, a string read two ways); None when there is none."""
+    return _first_refusal(text, proof=False, alternatives=True, nesting=0)
 
 
 def forbidden_in_proof(text: str) -> Refusal | None:
     """``forbidden_in``, and for a proof (a tactic, or the body of a ``by`` block) also a
     command word at the proof's own bracket depth, which would end the proof and run as a
     command of the file (``end X``, ``variable``, ``open X`` without ``in``, ``#eval``, ...)."""
-    refusal = forbidden_in(text)
-    if refusal is not None:
-        return refusal
-    tokens = [t for t in tokenize(text) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
+    return _first_refusal(text, proof=True, alternatives=True, nesting=0)
+
+
+#: How deep the ``{...}`` of strings are read into (strings in holes in strings ...).
+_MAX_NESTING = 8
+
+
+def _first_refusal(text: str, proof: bool, alternatives: bool, nesting: int) -> Refusal | None:
+    """The words refused first (they name what they do), then what the ``{...}`` of strings
+    hold, a command in a proof, what a string read the other way exposes (``alternatives``),
+    and last text that cannot be read safely."""
+    every = tokenize(text)
+    code = [t for t in every if t.kind not in _COMMENTS]
+    refusal = _forbidden(code)
+    for token in every if refusal is None else ():
+        if token.kind is Kind.STRING and "{" in token.text and not token.text.startswith("r"):
+            if nesting >= _MAX_NESTING:
+                reason = f"line {token.line}: strings nest in {{...}} too deeply to be read"
+                return Refusal(RefusalCode.UNREADABLE, reason, token.line)
+            refusal = _forbidden_in_string(token, nesting + 1)
+            if refusal is not None:
+                break
+    if refusal is None and proof:
+        refusal = _command_in(code)
+    two_ways = [t for t in every if t.flaw is Flaw.TWO_READINGS]
+    if refusal is None and alternatives and two_ways:
+        # the string read as interpolated, and the text after it read on from its end
+        token = two_ways[0]
+        other = _first_refusal("s!" + text[token.start :], proof, False, nesting)
+        if other is not None and other.code not in _UNSAFE:
+            refusal = _moved(other, token.line, "read as an interpolated string: ")
+    return refusal or _unsafe(every, code)
+
+
+_UNSAFE = (RefusalCode.UNREADABLE, RefusalCode.UNTERMINATED)
+#: Keywords a string may follow with no space between (``panic!"x"``); strings after the syntaxes
+#: that take an interpolated one are known too (``Token.interpolated``).
+_TAKE_A_STRING = frozenset({"panic!", "assert!", "fail", "trace"})
+
+
+def _unsafe(every: Sequence[Token], code: Sequence[Token]) -> Refusal | None:
+    """The first token Lean may read otherwise than the lexer: a flawed one, or a string glued
+    to a term (``X!"..."``, ``f"x"``: Lean applies a function only to what follows a space, so
+    it takes no argument there; it stops with a parse error and reads on, or a library's
+    syntax reads it). What a glued string holds is screened as code too, to name it."""
+    for before, token in itertools.pairwise(code):
+        glued = (
+            token.kind is Kind.STRING
+            and token.start == before.end
+            and not token.interpolated
+            and before.text not in _TAKE_A_STRING
+            and (before.kind in _TERMS or before.text in _CLOSING)
+        )
+        if not glued:
+            continue
+        content = token.text[token.text.index('"') + 1 :]
+        held = [t for t in tokenize(content) if t.kind not in _COMMENTS]
+        named = _forbidden(held)
+        where = f"in a string right after {before.text!r}, which Lean reads no argument from: "
+        if named is not None:
+            return _moved(named, token.line, where)
+        return Refusal(
+            RefusalCode.UNREADABLE,
+            f"line {token.line}: a string right after {before.text!r} with no space between is "
+            "no argument of it: Lean stops there with a parse error and reads on",
+            token.line,
+        )
+    for token in every:
+        if token.flaw is not None:
+            code_ = (
+                RefusalCode.UNTERMINATED
+                if token.flaw is Flaw.UNTERMINATED
+                else RefusalCode.UNREADABLE
+            )
+            reason = f"line {token.line}: a {token.kind.value} {token.flaw.value}"
+            return Refusal(code_, reason, token.line)
+    return None
+
+
+def _forbidden_in_string(token: Token, nesting: int) -> Refusal | None:
+    """What the ``{...}`` of a string hold: each hole read as code, and (words only) the text
+    from the first hole on, which Lean reads as code after a hole it cannot parse."""
+    spans = hole_spans(token.text)
+    for start, end in spans:
+        refusal = _first_refusal(token.text[start:end], False, False, nesting)
+        # a hole Lean may not read is the string's own flaw when Lean reads it as interpolated
+        if refusal is not None and (token.interpolated or refusal.code not in _UNSAFE):
+            line = token.line + token.text.count("\n", 0, start)
+            return _moved(refusal, line, "in the {...} of a string: ")
+    if not spans:
+        return None
+    start = spans[0][0]
+    rest = [t for t in tokenize(token.text[start:]) if t.kind not in _COMMENTS]
+    refusal = _forbidden(rest)
+    if refusal is None:
+        return None
+    return _moved(refusal, token.line + token.text.count("\n", 0, start), "in a string: ")
+
+
+def _moved(refusal: Refusal, first_line: int, context: str) -> Refusal:
+    """``refusal``, found in a text whose first line is line ``first_line`` here."""
+    line = first_line + (refusal.line or 1) - 1
+    said = (
+        refusal.reason.split(": ", 1)[1] if refusal.reason.startswith("line ") else refusal.reason
+    )
+    return Refusal(refusal.code, f"line {line}: {context}{said}", line)
+
+
+def _command_in(tokens: Sequence[Token]) -> Refusal | None:
+    """A command word at the proof's own bracket depth (or a `#` command anywhere)."""
     depth = 0
     for index, token in enumerate(tokens):
         if token.kind is Kind.SYMBOL and token.text in _OPENING:
@@ -436,7 +527,7 @@ def _target_header(statement: str | None) -> _Header | None:
     theorems = [d for d in scan(statement).declarations if d.kind in THEOREM_WORDS]
     if not theorems:
         return None
-    tokens = [t for t in tokenize(statement) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
+    tokens = [t for t in tokenize(statement) if t.kind not in _COMMENTS]
     return _header(theorems[-1], tokens)
 
 

@@ -21,7 +21,7 @@ from leanloop.data.benchmark import BenchmarkFile, BenchmarkProblem
 from leanloop.data.records import AttemptStatus, ProofAttempt
 from leanloop.database.attempts import RunProgress
 from leanloop.lean.audit import AuditedCode, Outcome, judge
-from leanloop.lean.lexer import Kind, tokenize
+from leanloop.lean.native import native_code_use
 from leanloop.lean.scanner import scan
 from leanloop.lean.screen import RefusalCode
 from leanloop.lean.statement import continuation
@@ -34,12 +34,6 @@ if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
 
 log = logging.getLogger(__name__)
-
-#: Words that run native code instead of the kernel's check; refused when the axioms cannot be
-#: audited (a recorded verdict) unless native code is allowed.
-NATIVE_WORDS = frozenset(
-    {"native_decide", "bv_decide", "ofReduceBool", "Lean.ofReduceBool", "Lean.trustCompiler"}
-)
 
 
 @dataclass(frozen=True)
@@ -115,7 +109,8 @@ def prepare(
         return None, _ended(AttemptStatus.REFUSED, read.refusal.reason, candidate), None
     proof = read.proof or ""
     if not live and not config.allow_native:
-        word = _native_word(proof)
+        # a recorded verdict cannot be audited: native code is refused by its words
+        word = native_code_use(proof)
         if word is not None:
             reason = (
                 f"uses {word} (native code), whose axioms a recorded verdict cannot audit; "
@@ -136,18 +131,6 @@ def prepare(
 def _open_scopes(prefix: str) -> tuple[tuple[str, str], ...]:
     """The namespaces and sections open at the end of a problem's prefix (scanned once)."""
     return scan(prefix).open_scopes
-
-
-def _native_word(proof: str) -> str | None:
-    tokens = [t for t in tokenize(proof) if t.kind not in (Kind.COMMENT, Kind.DOC, Kind.MODDOC)]
-    for index, token in enumerate(tokens):
-        if token.text in NATIVE_WORDS:
-            return token.text
-        if token.text == "native" and index and tokens[index - 1].text in ("+", "("):
-            return "decide +native"
-        if token.text == "native" and index + 1 < len(tokens) and tokens[index + 1].text == ":=":
-            return "native := true"
-    return None
 
 
 def _ended(status: AttemptStatus, reason: str, proof: str | None = None) -> ProofAttempt:
