@@ -9,6 +9,7 @@ the theorem marked ``sorry_proved`` and, on a branch, committed."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import shutil
 import textwrap
 import time
@@ -27,7 +28,9 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.audit import AuditedCode, Outcome, check_declaration, declared_name
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
-from leanloop.lean.lexer import Kind, is_unterminated, tokenize
+from leanloop.lean.keywords import COMMAND_WORDS, HASH_BOTH, HASH_COMMANDS, IN_COMMANDS, MODIFIERS
+from leanloop.lean.lexer import Kind, Token, hash_word, is_unterminated, tokenize
+from leanloop.lean.proof_end import modifies_declaration
 from leanloop.lean.scanner import (
     CLOSING_BRACKETS,
     NEVER_IN_PROOFS,
@@ -125,20 +128,20 @@ def outside_span_problem(before: bytes, after: bytes, start: int, end: int) -> s
 
 def span_problem(span: str) -> str:
     """Why the text a fill would replace (``:= <proof>``) may hold more than a proof ('' when
-    it holds only a proof): a declaration or scope keyword at the proof's own bracket depth or
-    first on a line at any depth, a doc comment or an attribute (but the note of
+    it holds only a proof): a command at the proof's own bracket depth (a declaration, scope or
+    other command word, a modifier before a declaration, ``open``/``set_option`` with no ``in``
+    on its line, a ``#`` command no library declares as a tactic), a declaration or scope
+    keyword first on a line at any depth, a doc comment or an attribute (but the note of
     ``#adaptation_note``), brackets that do not balance, or a string or comment left
     unterminated. A check of the span itself, independent of how the scanner found its end."""
     depth = 0
-    previous: list[str] = []
-    for token in tokenize(span):
-        where = f"line {token.line} of the proof"
+    every = tokenize(span)
+    for token in every:
         if is_unterminated(token):
-            return f"{where}: a {token.kind.value} is never closed"
-        if token.kind is Kind.COMMENT:
-            continue
-        noted = previous[-2:] == ["#", "adaptation_note"]
-        previous.append(token.text)
+            return f"line {token.line} of the proof: a {token.kind.value} is never closed"
+    tokens = [t for t in every if t.kind is not Kind.COMMENT]
+    for index, token in enumerate(tokens):
+        where = f"line {token.line} of the proof"
         if token.kind is Kind.SYMBOL and token.text in OPENING_BRACKETS:
             depth += 1
             if token.text == "@[" and depth == 1:
@@ -149,14 +152,36 @@ def span_problem(span: str) -> str:
             if depth < 0:
                 return f"{where}: a {token.text!r} closes no bracket"
             continue
+        noted = index >= 2 and hash_word(tokens, index - 2) == "adaptation_note"
         if token.kind in (Kind.DOC, Kind.MODDOC) and not noted:
             return f"{where}: {token.text[:12]!r} starts a declaration"
-        at_command = depth == 0 or token.line_start
-        if token.kind is Kind.IDENT and token.text in NEVER_IN_PROOFS and at_command:
-            return f"{where}: {token.text!r} starts a command"
+        command = _command_word(tokens, index) if depth == 0 else None
+        if command is None and token.line_start and token.text in NEVER_IN_PROOFS:
+            command = repr(token.text)
+        if command is not None:
+            return f"{where}: {command} starts a command"
     if depth:
         return f"the proof's brackets do not balance ({depth} left open)"
     return ""
+
+
+def _command_word(tokens: Sequence[Token], index: int) -> str | None:
+    """The command word at ``tokens[index]`` (at the proof's depth), spelt, or None."""
+    token = tokens[index]
+    word = hash_word(tokens, index)
+    if word is not None:
+        return f"'#{word}'" if word in HASH_COMMANDS - HASH_BOTH else None
+    if token.kind is not Kind.IDENT:
+        return None
+    if token.text in COMMAND_WORDS or (
+        token.text in MODIFIERS and modifies_declaration(tokens, index)
+    ):
+        return repr(token.text)
+    if token.text in IN_COMMANDS:
+        line = itertools.takewhile(lambda t: t.line == token.line, tokens[index + 1 :])
+        if not any(t.text == "in" for t in line):
+            return f"{token.text!r} without 'in'"
+    return None
 
 
 def _for_lean(text: str) -> str:
@@ -297,6 +322,14 @@ class SorryFiller:
                 FillStatus.NOT_FOUND,
                 body,
                 "the declaration's body is not ':= ...' (pattern matching or 'where')",
+            )
+        if declaration.proof_unclear:
+            return self._result(
+                theorem,
+                FillStatus.UNSAFE,
+                body,
+                f"where its proof ends is unclear ({declaration.proof_unclear}); "
+                "nothing was replaced",
             )
         start, end = span
         problem = span_problem(source[start:end])
