@@ -11,6 +11,7 @@ does with a verdict."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -793,6 +794,102 @@ def test_every_layout_keeps_the_user_s_text_or_is_refused(tmp_path, family, vari
         assert "where its proof ends is unclear (line " in result.reason
         assert basic(root) == original.encode() and lean.checked == []
         assert not (root / ".leanloop-backups").exists()
+
+
+# -- files that may not be written -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("what", "mode", "reason"),
+    [
+        ("file", 0o444, "the file is read-only (mode 0444)"),
+        ("file", 0o400, "the file is read-only (mode 0400)"),
+        ("directory", 0o555, "its directory is read-only (mode 0555)"),
+    ],
+)
+def test_a_read_only_file_is_refused_before_lean_is_asked(tmp_path, what, mode, reason):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    target = file if what == "file" else file.parent
+    target.chmod(mode)
+    try:
+        lean = Lean()
+        result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+        assert result.status is FillStatus.READ_ONLY, result.reason
+        assert result.reason == f"{reason}; it was left as it is"
+        assert result.status.attempt_status == "error"  # tried again once it may be written
+        assert result.proof == "by\n  trivial" and result.backup is None
+        assert lean.checked == [] and basic(root) == original.encode()
+        assert stat.S_IMODE(target.stat().st_mode) == mode
+        assert not (root / ".leanloop-backups").exists()  # not even the backup
+        assert sorted(p.name for p in file.parent.iterdir()) == ["Basic.lean"]
+    finally:
+        target.chmod(0o755 if what == "directory" else 0o644)
+
+
+def test_a_file_that_becomes_read_only_while_lean_checks_is_not_written(tmp_path):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    lean = Lean(before=lambda code: file.chmod(0o444))  # the user locks it meanwhile
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.READ_ONLY and len(lean.checked) == 1
+    assert result.reason == (
+        "Lean accepted the proof but it was not written: the file is read-only (mode 0444)"
+    )
+    assert result.axioms == ("propext",)
+    assert basic(root) == original.encode() and stat.S_IMODE(file.stat().st_mode) == 0o444
+    assert not (root / ".leanloop-backups").exists()
+
+
+def test_a_file_this_user_may_not_write_is_refused(tmp_path, monkeypatch):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    allowed = os.access
+
+    def owned_by_another(path, mode, **kwargs):  # what the system answers another user
+        return False if Path(path) == file and mode & os.W_OK else allowed(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", owned_by_another)
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.READ_ONLY and "you may not write it" in result.reason
+    assert lean.checked == [] and basic(root) == original.encode()
+
+
+def test_an_immutable_file_is_refused(tmp_path):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    marked = subprocess.run(["chattr", "+i", str(file)], capture_output=True, check=False)
+    if marked.returncode != 0:
+        pytest.skip(f"this system cannot mark a file immutable: {marked.stderr.decode().strip()}")
+    try:
+        lean = Lean()
+        result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+        assert result.status is FillStatus.READ_ONLY, result.reason
+        assert "immutable" in result.reason and lean.checked == []
+        assert basic(root) == original.encode()
+        assert not (root / ".leanloop-backups").exists()
+    finally:
+        subprocess.run(["chattr", "-i", str(file)], check=True)
+
+
+def test_on_a_branch_a_read_only_working_tree_file_is_left(tmp_path):
+    root, _head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    mine = root / "Demo" / "Basic.lean"
+    mine.chmod(0o444)
+    try:
+        with BranchWorkspace(root, "proofs") as branch:
+            result = SorryFiller(root, Lean(), branch=branch).fill(sorry_theorem("a"), ["trivial"])
+        assert result.written and result.working_tree == "left" and result.backup is None
+        assert "read-only (mode 0444)" in result.reason
+        assert basic(root) == b"theorem a : True := sorry\n"
+        assert git(root, "show", "proofs:Demo/Basic.lean") == "theorem a : True := by\n  trivial"
+    finally:
+        mine.chmod(0o644)
 
 
 @pytest.mark.parametrize(

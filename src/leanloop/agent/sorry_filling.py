@@ -4,13 +4,17 @@ only the proof (from the declaration's ``:=`` to the end of its proof) is replac
 is checked to be unchanged (line endings, a byte order mark, tabs, a missing final newline);
 Lean judges the filled declaration in its file (other declarations may keep their sorries) and
 audits its axioms; only then is the file written in one step (the original kept as a backup),
-the theorem marked ``sorry_proved`` and, on a branch, committed."""
+the theorem marked ``sorry_proved`` and, on a branch, committed. A file that may not be written
+(read-only, immutable, or in a directory that may not be written) is left untouched, before Lean
+is asked and again before writing."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import shutil
+import stat
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -65,6 +69,7 @@ class FillStatus(StrEnum):
     # around the declaration does not elaborate)
     WRITE_FAILED = "write_failed"  # Lean accepted it, but the file could not be written
     UNSAFE = "unsafe_edit"  # where the proof ends is unclear: nothing is replaced
+    READ_ONLY = "read_only"  # the file (or its directory) may not be written: left untouched
 
     @property
     def attempt_status(self) -> AttemptStatus:
@@ -184,6 +189,33 @@ def _command_word(tokens: Sequence[Token], index: int) -> str | None:
     return None
 
 
+def read_only_reason(path: Path) -> str:
+    """Why ``path`` may not be written ('' when it may): the file has no write permission
+    (for anyone, or for this user), is marked immutable or lies on a read-only file system, or
+    its directory (where the new version is written before it replaces the file) may not be
+    written. A file the user made read-only is never replaced, even by a user who could."""
+    try:
+        mode = path.stat()
+        directory = path.parent.stat()
+    except OSError as exc:
+        return f"its permissions cannot be read: {exc.strerror or exc}"
+    with contextlib.suppress(OSError, AttributeError):
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    flags = getattr(mode, "st_flags", 0) | getattr(directory, "st_flags", 0)
+    if flags & (getattr(stat, "UF_IMMUTABLE", 0) | getattr(stat, "SF_IMMUTABLE", 0)):
+        return "it or its directory is marked immutable"
+    if not mode.st_mode & 0o222:
+        return f"the file is read-only (mode {stat.S_IMODE(mode.st_mode):04o})"
+    if not os.access(path, os.W_OK):
+        return "you may not write it (permission, or the file is marked immutable)"
+    if not directory.st_mode & 0o222:
+        return f"its directory is read-only (mode {stat.S_IMODE(directory.st_mode):04o})"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return "you may not write in its directory (permission, or it is marked immutable)"
+    return ""
+
+
 def _for_lean(text: str) -> str:
     """The file as Lean is shown it: without a byte order mark, with LF line ends (line
     numbers are unchanged)."""
@@ -266,6 +298,11 @@ class SorryFiller:
         plan = self._plan(theorem, proof, before, source)
         if isinstance(plan, FillResult):
             return plan
+        unwritable = read_only_reason(path)
+        if unwritable:  # nothing to ask Lean: the proof could not be written
+            return self._result(
+                theorem, FillStatus.READ_ONLY, plan.body, f"{unwritable}; it was left as it is"
+            )
         started = time.perf_counter()
         try:
             with self.lease() as server:
@@ -378,6 +415,10 @@ class SorryFiller:
         backup = None
         working_tree = None
         commit = None
+        unwritable = read_only_reason(path)
+        if unwritable:  # made read-only while Lean checked: nothing is written, no backup
+            reason = f"Lean accepted the proof but it was not written: {unwritable}"
+            return self._result(theorem, FillStatus.READ_ONLY, plan.body, reason, seconds, axioms)
         if self.branch is None:
             backup = self._backup(path)
             write_bytes_atomic(path, plan.after)
@@ -419,6 +460,9 @@ class SorryFiller:
                 None,
                 "your working tree's file differs from the branch's, so it was left as it is",
             )
+        unwritable = read_only_reason(path)
+        if unwritable:
+            return "left", None, f"your working tree's file was left as it is: {unwritable}"
         backup = self._backup(path)
         write_bytes_atomic(path, plan.after)
         return "written", backup, ""
