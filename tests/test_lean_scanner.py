@@ -320,3 +320,260 @@ def test_a_command_after_a_comment_on_its_line_is_read():
     scanned = scan(source)
     assert [d.full_name for d in scanned.declarations] == ["X.bar"]
     assert scanned.open_scopes == ()
+
+
+# -- where a proof ends: commands at any column, on the proof's line, `... in` --------------------
+
+from leanloop.lean.keywords import COMMAND_WORDS, HASH_BOTH, HASH_COMMANDS  # noqa: E402
+
+# A command of each family after a proof, as it would follow one (each word with what it takes).
+COMMANDS = {
+    "open in": "open Nat in\ntheorem b : True := trivial",
+    "set_option in": "set_option maxHeartbeats 400 in\n#check Nat",
+    "run_meta": "run_meta pure ()",
+    "run_elab": "run_elab pure ()",
+    "run_cmd": "run_cmd pure ()",
+    "binder_predicate": 'binder_predicate x " > " y:term => `($x > $y)',
+    "#eval": "#eval 1 + 1",
+    "elab_rules": "elab_rules : tactic | `(tactic| done) => pure ()",
+    "initialize": "initialize pure ()",
+    "declare_syntax_cat": "declare_syntax_cat myterm",
+    "syntax": 'syntax "mine" : tactic',
+    "notation3": 'notation3 "∑ " x => x',
+    "add_decl_doc": "/-- The doc. -/\nadd_decl_doc Nat.succ",
+    "compile_inductive": "compile_inductive% Nat",
+    "assert_not_exists": "assert_not_exists Real",
+    "suppress_compilation": "suppress_compilation",
+    "unseal": "unseal Nat.add in\nexample : True := trivial",
+    "irreducible_def": "irreducible_def k : ℕ := 1",
+    "alias": "alias b := Nat.succ",
+    "lemma": "lemma b : True := trivial",
+    "proof_wanted": "proof_wanted b : 1 = 1",
+    "attribute": "@[simp] lemma b : True := trivial",
+    "doc comment": "/-- The next one. -/\ntheorem b : True := trivial",
+    "modifiers": "private noncomputable def b : ℕ := 1",
+    "scoped notation": 'scoped[Demo] notation "ε" => 0',
+    "attribute in": "attribute [local simp] Nat.add_comm in\ntheorem b : True := trivial",
+    "include in": "include h in\ntheorem b : True := trivial",
+    "variable": "variable (n : ℕ)",
+    "end": "end Demo",
+    "#guard_msgs in": "#guard_msgs in\n#check Nat",
+    "#print axioms": "#print axioms Nat.succ",
+}
+
+
+def _indented(command: str, column: int) -> str:
+    return "\n".join(" " * column + line for line in command.split("\n"))
+
+
+def _tactic_column(proof: str) -> int | None:
+    if "by\n" not in proof:
+        return None
+    line = proof.split("by\n", 1)[1]
+    return len(line) - len(line.lstrip())
+
+
+def _span(source: str, name: str = "a"):
+    declaration = next(d for d in scan(source).declarations if d.name == name)
+    start, end = declaration.proof_span
+    return source[start:end], declaration
+
+
+@pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
+@pytest.mark.parametrize(
+    ("proof", "column"),
+    [
+        (":= by\n  sorry", 2),  # a command at the tactics' column
+        (":= by\n    sorry", 2),  # left of the tactics' column (a command Lean starts there)
+        (":= by\n  intro h\n  sorry", 0),
+        (":=\n  by\n    sorry", 4),  # at the tactics' column of a `by` on its own line
+        (":= sorry", 2),  # after a term, indented
+        (":= sorry", 0),
+    ],
+    ids=["tactic column", "left of tactics", "column 0", "own-line by", "after term", "term 0"],
+)
+def test_a_command_after_a_proof_ends_it_at_any_column(proof, column, command):
+    source = f"namespace Demo\ntheorem a : True {proof}\n{_indented(command, column)}\nend Demo\n"
+    span, declaration = _span(source)
+    if command.startswith(("open", "set_option")) and _tactic_column(proof) == column:
+        # at the tactics' column `open Nat in` reads as a tactic, yet a command follows
+        assert span == proof and "… in' " in declaration.proof_unclear
+        return
+    assert span == proof, span
+    assert not declaration.proof_unclear
+    after = source[declaration.proof_span[1] :]
+    assert after.startswith("\n" + _indented(command, column))
+    assert not declaration.code.endswith(command.split("\n")[-1])  # the declaration ends too
+
+
+@pytest.mark.parametrize("command", list(COMMANDS.values()), ids=list(COMMANDS))
+@pytest.mark.parametrize("proof", [":= sorry", ":= by sorry", ":= by simp; sorry", ":= id sorry"])
+def test_a_command_on_the_proof_s_own_line_ends_it(proof, command):
+    first, *rest = command.split("\n")
+    source = f"theorem a : True {proof} {first}\n" + "".join(f"{line}\n" for line in rest)
+    span, declaration = _span(source)
+    assert span == proof and not declaration.proof_unclear
+    assert source[declaration.end.offset :].startswith(f" {first}")
+
+
+@pytest.mark.parametrize("word", sorted(COMMAND_WORDS))
+def test_every_command_word_ends_a_proof_wherever_it_stands(word):
+    for proof, before in (
+        (":= by\n  sorry", "\n  "),
+        (":= sorry", " "),
+        (":= by\n    sorry", "\n  "),
+    ):
+        source = f"theorem a : True {proof}{before}{word} x\n"
+        span, declaration = _span(source)
+        assert span == proof, (word, proof)
+        assert not declaration.proof_unclear
+
+
+@pytest.mark.parametrize("word", sorted(HASH_COMMANDS))
+def test_every_hash_command_ends_a_proof_or_is_unclear_where_it_is_a_tactic_too(word):
+    after_term, _ = _span(f"theorem a : True := sorry #{word} x\n")
+    assert after_term == ":= sorry"
+    span, declaration = _span(f"theorem a : True := by\n  simp\n  #{word} x\n  sorry\n")
+    assert span == ":= by\n  simp"
+    if word in HASH_BOTH:  # Mathlib's `#check` tactic, where Mathlib is imported
+        assert f"'#{word}' is a tactic" in declaration.proof_unclear
+    else:
+        assert not declaration.proof_unclear
+    left, declaration = _span(f"theorem a : True := by\n    sorry\n  #{word} x\n")
+    assert left == ":= by\n    sorry" and not declaration.proof_unclear
+
+
+@pytest.mark.parametrize(
+    ("source", "span"),
+    [
+        # tactics: `open`/`set_option ... in` at the block's column, after `by`, `;`, `<;>`,
+        # a combinator, in a nested block
+        ("theorem a : True := by\n  open Nat in\n  sorry\n  set_option x 1 in simp\n", None),
+        ("theorem a : True := by open Nat in sorry\n", None),
+        ("theorem a : True := by\n  simp; open Nat in sorry\n", None),
+        ("theorem a : True := by\n  all_goals\n    open Nat in\n    sorry\n", None),
+        ("theorem a : True := by\n  · simp\n    open Nat in simp\n  sorry\n", None),
+        ("theorem a : True := by\n  open Nat in\n  set_option x 1 in\n  sorry\n", None),
+        # terms: after ':=', after an operator, a term that goes on left of the tactics
+        ("theorem a : True :=\n  open Nat in\n  sorry\n", None),
+        ("theorem a : True := id <|\n  open Nat in sorry\n", None),
+        ("theorem a : True := by simpa using\n  sorry\n", None),
+        ("theorem a (s : Finset ℕ) : True := by\n  have : #s = #s := rfl\n  sorry\n", None),
+        # a command: without `in`, after a finished term or tactic, left of the tactics
+        ("theorem a : True := by\n  sorry\n  open Nat\n", ":= by\n  sorry"),
+        ("theorem a : True := by\n    sorry\n  open Nat in\n  simp\n", ":= by\n    sorry"),
+        ("theorem a : True := sorry\n  open Nat in\ntheorem b : True := trivial\n", ":= sorry"),
+        ("theorem a : True := by\n    sorry\n  exact foo\n", ":= by\n    sorry"),
+        ("theorem a : True := by intro h\n  sorry\n", ":= by intro h"),
+    ],
+)
+def test_open_in_and_the_tactic_block_s_column(source, span):
+    found, declaration = _span(source)
+    start = source.index(":=")
+    expected = span if span is not None else source[start:].rstrip("\n")
+    assert found == expected
+    assert not declaration.proof_unclear
+
+
+@pytest.mark.parametrize(
+    ("source", "unclear", "span"),
+    [
+        (
+            "theorem a : True := by\n  sorry\n  open Nat in\ntheorem b : True := trivial\n",
+            "stands where a tactic may but is followed by a command",
+            ":= by\n  sorry",
+        ),
+        (
+            "theorem a : True := sorry\n  open Nat in\n  simp\n",
+            "follows a finished tactic or term but is followed by no command",
+            ":= sorry",
+        ),
+        ("theorem a : True := foo #s\n", "'#s' after a finished term", ":= foo"),
+        (
+            "theorem a : True := by\n  simp\n  #my_command\n  sorry\n",
+            "'#my_command' where a tactic may start",
+            ":= by\n  simp",
+        ),
+        (
+            "theorem a : True := by\n    exact foo\n  |>.trans bar\n",
+            "'|>' starts a line left of the proof's tactics",
+            ":= by\n    exact foo",
+        ),
+        (
+            "theorem a : True := by\n  sorry; #check Nat\n",
+            "'#check' is a tactic where the library declaring it is imported",
+            ":= by\n  sorry;",
+        ),
+    ],
+    ids=["open in before theorem", "open in after term", "card or command", "unknown #",
+         "continued left of the tactics", "#check after ;"],
+)  # fmt: skip
+def test_where_both_readings_fit_the_end_is_unclear(source, unclear, span):
+    found, declaration = _span(source)
+    assert unclear in declaration.proof_unclear
+    assert declaration.proof_unclear.startswith("line ")
+    assert found == span  # the earlier end
+
+
+def test_commands_found_where_a_proof_ended_are_read_as_commands():
+    source = (
+        "namespace Demo\ntheorem a : True := sorry private theorem b : True := trivial\n"
+        "theorem c : True := by\n    sorry\n  open Nat in\n  theorem d : True := trivial\n"
+        "theorem e : True := sorry open Nat\ntheorem f : True := by\n  sorry\n  run_meta pure ()\n"
+        "end Demo\n"
+    )
+    scanned = scan(source)
+    names = [(d.name, d.modifiers) for d in scanned.declarations]
+    assert names == [("a", ()), ("b", ("private",)), ("c", ()), ("d", ()), ("e", ()), ("f", ())]
+    by = scanned.by_name
+    assert by["Demo.d"].local_context == "open Nat in\n  "  # d's, not c's
+    assert by["Demo.c"].code.endswith("sorry") and by["Demo.a"].code.endswith("sorry")
+    assert by["Demo.f"].code.endswith("sorry") and by["Demo.f"].has_sorry
+    assert by["Demo.e"].code == "theorem e : True := sorry"
+    assert by["Demo.f"].opens == ("Nat",)  # e's line opened Nat for what follows
+    assert scanned.open_scopes == ()
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("mark", ["", "\ufeff"])
+def test_spans_with_crlf_a_byte_order_mark_tabs_and_no_final_newline(newline, mark):
+    text = (
+        "namespace Demo\n-- a\ttab\ntheorem a : True := by\n    sorry\n  open Nat in\n"
+        "theorem b : True := trivial\ntheorem c : True := sorry #check c"
+    )
+    source = mark + text.replace("\n", newline)
+    a, declaration = _span(source)
+    assert a == ":= by" + newline + "    sorry" and not declaration.proof_unclear
+    c, _ = _span(source, "c")
+    assert c == ":= sorry"
+
+
+def test_every_sorry_lean_reported_lies_in_its_proof_s_span(transcripts):
+    """On every file Lean elaborated in the recorded REPL sessions, each ``sorry`` Lean found
+    (with its position) is inside the proof span the scanner reads, which it is sure of; so is
+    the end of each tactic Lean ran (a ``calc`` whose steps stand left of its column included)."""
+    checked = 0
+    for transcript in transcripts.values():
+        for request, response in zip(transcript["requests"], transcript["responses"], strict=True):
+            code = request.get("cmd")
+            if code is None or "\n\n" in code:  # (the recorded positions of a text with blank
+                continue  # lines skip them: they are not the text's own)
+            lines = code.split("\n")
+
+            def offset(position, lines=lines):
+                return (
+                    sum(len(line) + 1 for line in lines[: position["line"] - 1])
+                    + position["column"]
+                )
+
+            scanned = scan(code)
+            found = [(s["pos"], s["pos"]) for s in response.get("sorries", [])]
+            found += [(t["pos"], t["endPos"]) for t in response.get("tactics", [])]
+            for start, end in found:
+                declaration = scanned.enclosing(start["line"], start["column"])
+                assert declaration is not None and declaration.proof_span is not None, code
+                span = declaration.proof_span
+                assert span[0] <= offset(start) and offset(end) <= span[1], (code, start, end)
+                assert not declaration.proof_unclear, (code, declaration.proof_unclear)
+                checked += 1
+    assert checked >= 20

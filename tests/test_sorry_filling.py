@@ -11,6 +11,7 @@ does with a verdict."""
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from leanloop.agent.sorry_filling import (
     SorryFiller,
     outside_span_problem,
     proof_body,
+    span_problem,
 )
 from leanloop.data.records import Pos, Repository, Theorem, TheoremStatus
 from leanloop.database import DynamicDatabase
@@ -436,17 +438,39 @@ OTHER_BLOCKS = [
     "set_option maxHeartbeats 400 in\ndef d : ℕ := 1\n",
     "/- note -/ theorem after_comment : True := trivial\n",
     'def s : String := r"\\" ++ "x"\n',
+    # commands indented to column 2, where a proof's tactics may stand
+    "  run_meta pure ()\n",
+    '  binder_predicate x " > " y:term => `($x > $y)\n',
+    "  #eval 1 + 1\n",
+    "  private lemma indented : True := trivial\n",
 ]
+#: Blocks that, right after a proof whose tactics stand at their column, read as a tactic
+#: followed by a command: the fill refuses (nothing is replaced).
+AMBIGUOUS_BLOCKS = frozenset(
+    {
+        "  open Nat in\ntheorem other_in : True := trivial\n",
+        "  set_option maxHeartbeats 400 in\n  #check Nat\n",
+        "  #check Nat.succ\n",
+        "  open Nat in\n  theorem indented_in : True := trivial\n",
+        "  set_option maxHeartbeats 400 in\ntheorem indented_in2 : True := trivial\n",
+    }
+)
+OTHER_BLOCKS += sorted(AMBIGUOUS_BLOCKS)
 # (the proof a fill replaces, what follows it on its lines and stays: a trailing comment)
-BODIES = [
-    (":= sorry", ""),
-    (":= by\n  sorry", ""),
-    (":= by\n  intro h\n  sorry", ""),
-    (":=\n  by\n    sorry", ""),
-    (":= by sorry", "\n  -- left for later"),
-    (":= by\n  have h : True := by\n    sorry\n  exact h", " -- done?"),
-    (':= by\n  have h : r"\\" = "\\\\" := rfl\n  sorry', ""),
-    (":= sorry", " theorem same_line : True := trivial"),
+BODIES = [  # (proof, what follows it on its line and stays, the column of its tactics)
+    (":= sorry", "", None),
+    (":= by\n  sorry", "", 2),
+    (":= by\n  intro h\n  sorry", "", 2),
+    (":=\n  by\n    sorry", "", 4),
+    (":= by\n    intro h\n    sorry", "", 4),
+    (":= by sorry", "\n  -- left for later", None),
+    (":= by\n  have h : True := by\n    sorry\n  exact h", " -- done?", 2),
+    (':= by\n  have h : r"\\" = "\\\\" := rfl\n  sorry', "", 2),
+    (":= sorry", " theorem same_line : True := trivial", None),
+    # a command on the proof's own line: after a term, after a tactic
+    (":= sorry", " #check Nat", None),
+    (":= sorry", " open Nat", None),
+    (":= by sorry", " open Nat in #check succ", None),
 ]
 TRAILERS = ["", "\nwhere\n  helper : True := trivial", "\ntermination_by 0", "\ndecreasing_by simp"]
 
@@ -457,7 +481,7 @@ def lean_files(draw):
     after = draw(st.lists(st.sampled_from(OTHER_BLOCKS), max_size=4))
     indent = draw(st.sampled_from(["", "  "]))
     after_end = draw(st.sampled_from(["", f"{indent}end Demo\n"]))
-    body, kept = draw(st.sampled_from(BODIES))
+    body, kept, column = draw(st.sampled_from(BODIES))
     trailer = draw(st.sampled_from(TRAILERS))
     statement = draw(
         st.sampled_from(["theorem target : True", "theorem target (n : ℕ) :\n    n = n"])
@@ -477,26 +501,36 @@ def lean_files(draw):
 
     proof = draw(st.sampled_from([["trivial"], ["intro h", "exact h"], ["simp\nrfl"]]))
     expected_body = proof_body(proof, 0)
+    # right after the proof (comments aside), a block that reads as a tactic at the tactics'
+    # column
+    following = [block for block in after if not block.startswith("--")]
+    ambiguous = column == 2 and not trailer and bool(following)
+    ambiguous = ambiguous and following[0] in AMBIGUOUS_BLOCKS
     return (
         encode(head + target + tail),
         encode(head + f"{statement} := {expected_body}{kept}{trailer}\n" + tail),
         proof,
         head.count("\n") + 1,
+        ambiguous,
     )
 
 
 @settings(
-    max_examples=150,
+    max_examples=300,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(case=lean_files())
 def test_a_fill_changes_nothing_but_the_proof(tmp_path_factory, case):
-    original, expected, proof, line = case
+    original, expected, proof, line, ambiguous = case
     root = project(tmp_path_factory.mktemp("gen"), original)
     lean = Lean()
     result = SorryFiller(root, lean).fill(sorry_theorem("Demo.target", line=line), proof)
+    if ambiguous:  # refused: not a byte written, Lean not asked
+        assert result.status is FillStatus.UNSAFE, (result.status, result.reason)
+        assert basic(root) == original and lean.checked == []
+        return
     assert result.status is FillStatus.WRITTEN, result.reason
     assert basic(root) == expected
     (code,) = lean.checked
@@ -626,3 +660,253 @@ def test_a_protected_theorem_is_audited_by_the_name_lean_resolves(tmp_path):
     assert SorryFiller(root, lean).fill(sorry_theorem("Demo.t", line=3), "trivial").written
     (code,) = lean.checked
     assert "\n\n#print axioms Demo.t\n" in code  # its short name does not reach it
+
+
+# -- every layout: the user's other bytes stay, or nothing is written ------------------------------
+
+# (proof, what follows it, written?) — a command after the proof at any column or on its line,
+# in every family: `... in` commands left of the tactics, command words leanloop must know,
+# a command on the proof's own line after a term or a tactic; and the layouts where the proof's
+# end cannot be told, which are refused.
+LAYOUT_FAMILIES = {
+    "open in left of tactics": (
+        ":= by\n    sorry", "\n  open Nat in\ntheorem o : True := trivial\n"),
+    "open in left, indented theorem": (
+        ":= by\n    sorry", "\n  open Nat in\n  theorem o : True := trivial\n"),
+    "set_option in left of tactics": (
+        ":= by\n    intro h\n    sorry", "\n  set_option maxHeartbeats 400 in\n  #check Nat\n"),
+    "open in after own-line by": (":=\n  by\n    sorry", "\n  open Nat in\n#check succ\n"),
+    "open in after a term": (":= sorry", "\n  open Nat in\ntheorem o : True := trivial\n"),
+    "run_meta": (":= by\n  sorry", "\n  run_meta pure ()\n"),
+    "run_elab": (":= by\n  sorry", "\n  run_elab pure ()\n"),
+    "run_cmd": (":= by\n    sorry", "\n  run_cmd pure ()\n"),
+    "binder_predicate": (":= by\n  sorry", '\n  binder_predicate x " > " y:term => `($x > $y)\n'),
+    "#eval": (":= by\n  sorry", "\n  #eval 1 + 1\n"),
+    "elab_rules": (":= by\n  sorry", "\n  elab_rules : tactic | `(tactic| done) => pure ()\n"),
+    "initialize": (":= by\n  sorry", "\n  initialize pure ()\n"),
+    "declare_syntax_cat": (":= by\n  sorry", "\n  declare_syntax_cat myterm\n"),
+    "syntax": (":= by\n  sorry", '\n  syntax "mine" : tactic\n'),
+    "notation3": (":= sorry", '\n  notation3 "∑ " x => x\n'),
+    "add_decl_doc": (":= by\n  sorry", "\n  /-- The doc. -/\n  add_decl_doc Nat.succ\n"),
+    "compile_inductive": (":= by\n  sorry", "\n  compile_inductive% Nat\n"),
+    "assert_not_exists": (":= by\n  sorry", "\n  assert_not_exists Real\n"),
+    "suppress_compilation": (":= by\n  sorry", "\n  suppress_compilation\n"),
+    "unseal in": (":= by\n  sorry", "\n  unseal Nat.add in\n  example : True := trivial\n"),
+    "irreducible_def": (":= by\n  sorry", "\n  irreducible_def k : ℕ := 1\n"),
+    "alias": (":= by\n  sorry", "\n  alias o := Nat.succ\n"),
+    "lemma": (":= sorry", "\n  lemma o : True := trivial\n"),
+    "proof_wanted": (":= by\n  sorry", "\n  proof_wanted o : 1 = 1\n"),
+    "attribute": (":= by\n  sorry", "\n  @[simp] lemma o : True := trivial\n"),
+    "modifiers": (":= by\n  sorry", "\n  private noncomputable def o : ℕ := 1\n"),
+    "include in": (":= by\n  sorry", "\n  include h in\n  theorem o : True := trivial\n"),
+    "#check on the line": (":= sorry", " #check foo\n"),
+    "open on the line": (":= sorry", " open Nat\n"),
+    "open on a tactic's line": (":= by sorry", " open Nat\n"),
+    "#eval after tactics": (":= by simp; sorry", " #eval 1\n"),
+    "declaration on the line": (":= sorry", " private theorem o : True := trivial\n"),
+    "open in on the line": (":= sorry", " open Nat in theorem o : True := trivial\n"),
+    "set_option in on the line": (":= id sorry", " set_option pp.all true in #check Nat\n"),
+}  # fmt: skip
+REFUSED_FAMILIES = {
+    # a tactic (`open Nat in` at the tactics' column) followed by a command
+    "open in at the tactics' column": (
+        ":= by\n  sorry", "\n  open Nat in\ntheorem o : True := trivial\n"),
+    # Mathlib's `#check` tactic, or the `#check` command
+    "#check at the tactics' column": (":= by\n  sorry", "\n  #check Nat\n"),
+    "unknown # at the tactics' column": (":= by\n  sorry", "\n  #my_command foo\n"),
+    "# word after a term": (":= foo sorry", " #s\n"),
+    "operator left of the tactics": (":= by\n    exact sorry", "\n  |>.trans h\n"),
+}  # fmt: skip
+VARIANTS = [
+    "plain", "crlf", "bom", "no final newline", "tabs", "where", "termination_by",
+    "next has a doc", "nested namespaces",
+]  # fmt: skip
+
+
+def layout(proof: str, after: str, variant: str) -> tuple[str, str, str]:
+    """A file with ``theorem target`` proved by ``proof`` and followed by ``after`` in the
+    variant's form, the same file with the proof filled by ``trivial``, and the target's name."""
+    clause = {
+        "where": "\nwhere\n  helper : True := trivial",
+        "termination_by": "\ntermination_by 0",
+    }
+    after = after if after.startswith("\n") or variant not in clause else after.lstrip(" ")
+    trailer = clause.get(variant, "")
+    if trailer and not after.startswith("\n"):  # a command on the line: the clause before it
+        after = "\n" + after
+    if variant == "tabs":  # a tab in a comment line after the proof (Lean allows none elsewhere)
+        after = "\n-- a\ttab" + after if after.startswith("\n") else after + "-- a\ttab\n"
+    if variant == "next has a doc":
+        after += "\n/-- The next one. -/\ntheorem next : True := trivial\n"
+    opened, closed, name = "namespace Demo\n\n", "\nend Demo\n", "Demo.target"
+    if variant == "nested namespaces":
+        opened = "namespace Outer\n\nnamespace Demo\n\n"
+        closed, name = "\nend Demo\n\nend Outer\n", "Outer.Demo.target"
+    head = opened + "theorem before : True := trivial\n\ntheorem target : True "
+    original = head + proof + trailer + after + closed
+    filled = head + ":= by\n  trivial" + trailer + after + closed
+
+    def form(text: str) -> str:
+        if variant == "crlf":
+            text = text.replace("\n", "\r\n")
+        if variant == "bom":
+            text = "\ufeff" + text
+        return text.rstrip("\n") if variant == "no final newline" else text
+
+    return form(original), form(filled), name
+
+
+#: (family, variant, whether it is written): a clause between the proof and what follows it
+#: ends the proof before anything unclear.
+LAYOUTS = [
+    (family, variant, family in LAYOUT_FAMILIES or variant in ("where", "termination_by"))
+    for family in (*LAYOUT_FAMILIES, *REFUSED_FAMILIES)
+    for variant in VARIANTS
+]
+
+
+@pytest.mark.parametrize(
+    ("family", "variant", "written"),
+    LAYOUTS,
+    ids=[f"{'written' if w else 'refused'}: {f} ({v})" for f, v, w in LAYOUTS],
+)
+def test_every_layout_keeps_the_user_s_text_or_is_refused(tmp_path, family, variant, written):
+    proof, after = {**LAYOUT_FAMILIES, **REFUSED_FAMILIES}[family]
+    original, filled, name = layout(proof, after, variant)
+    root = project(tmp_path, original.encode())
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(
+        sorry_theorem(name, line=original.count("\n", 0, original.index("theorem target")) + 1),
+        ["trivial"],
+    )
+    if written:
+        assert result.status is FillStatus.WRITTEN, result.reason
+        assert basic(root) == filled.encode()
+        (code,) = lean.checked
+        assert audit_request(code)[0] == name
+        # Lean judged the declaration up to its proof and clause, the next command after it
+        # (but a line of operators after a clause goes on with the clause's term)
+        declaration = code.split("\n\n#print axioms target\n")[0]
+        ends = ("|>.trans h",) if "|>" in after else ("trivial", "by 0")
+        assert declaration.endswith(ends), declaration[-60:]
+    else:
+        assert result.status is FillStatus.UNSAFE, (result.status, result.reason)
+        assert "where its proof ends is unclear (line " in result.reason
+        assert basic(root) == original.encode() and lean.checked == []
+        assert not (root / ".leanloop-backups").exists()
+
+
+# -- files that may not be written -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("what", "mode", "reason"),
+    [
+        ("file", 0o444, "the file is read-only (mode 0444)"),
+        ("file", 0o400, "the file is read-only (mode 0400)"),
+        ("directory", 0o555, "its directory is read-only (mode 0555)"),
+    ],
+)
+def test_a_read_only_file_is_refused_before_lean_is_asked(tmp_path, what, mode, reason):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    target = file if what == "file" else file.parent
+    target.chmod(mode)
+    try:
+        lean = Lean()
+        result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+        assert result.status is FillStatus.READ_ONLY, result.reason
+        assert result.reason == f"{reason}; it was left as it is"
+        assert result.status.attempt_status == "error"  # tried again once it may be written
+        assert result.proof == "by\n  trivial" and result.backup is None
+        assert lean.checked == [] and basic(root) == original.encode()
+        assert stat.S_IMODE(target.stat().st_mode) == mode
+        assert not (root / ".leanloop-backups").exists()  # not even the backup
+        assert sorted(p.name for p in file.parent.iterdir()) == ["Basic.lean"]
+    finally:
+        target.chmod(0o755 if what == "directory" else 0o644)
+
+
+def test_a_file_that_becomes_read_only_while_lean_checks_is_not_written(tmp_path):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    lean = Lean(before=lambda code: file.chmod(0o444))  # the user locks it meanwhile
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.READ_ONLY and len(lean.checked) == 1
+    assert result.reason == (
+        "Lean accepted the proof but it was not written: the file is read-only (mode 0444)"
+    )
+    assert result.axioms == ("propext",)
+    assert basic(root) == original.encode() and stat.S_IMODE(file.stat().st_mode) == 0o444
+    assert not (root / ".leanloop-backups").exists()
+
+
+def test_a_file_this_user_may_not_write_is_refused(tmp_path, monkeypatch):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    allowed = os.access
+
+    def owned_by_another(path, mode, **kwargs):  # what the system answers another user
+        return False if Path(path) == file and mode & os.W_OK else allowed(path, mode, **kwargs)
+
+    monkeypatch.setattr(os, "access", owned_by_another)
+    lean = Lean()
+    result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+    assert result.status is FillStatus.READ_ONLY and "you may not write it" in result.reason
+    assert lean.checked == [] and basic(root) == original.encode()
+
+
+def test_an_immutable_file_is_refused(tmp_path):
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    file = root / "Demo" / "Basic.lean"
+    marked = subprocess.run(["chattr", "+i", str(file)], capture_output=True, check=False)
+    if marked.returncode != 0:
+        pytest.skip(f"this system cannot mark a file immutable: {marked.stderr.decode().strip()}")
+    try:
+        lean = Lean()
+        result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
+        assert result.status is FillStatus.READ_ONLY, result.reason
+        assert "immutable" in result.reason and lean.checked == []
+        assert basic(root) == original.encode()
+        assert not (root / ".leanloop-backups").exists()
+    finally:
+        subprocess.run(["chattr", "-i", str(file)], check=True)
+
+
+def test_on_a_branch_a_read_only_working_tree_file_is_left(tmp_path):
+    root, _head = committed_project(tmp_path, {"Demo/Basic.lean": "theorem a : True := sorry\n"})
+    mine = root / "Demo" / "Basic.lean"
+    mine.chmod(0o444)
+    try:
+        with BranchWorkspace(root, "proofs") as branch:
+            result = SorryFiller(root, Lean(), branch=branch).fill(sorry_theorem("a"), ["trivial"])
+        assert result.written and result.working_tree == "left" and result.backup is None
+        assert "read-only (mode 0444)" in result.reason
+        assert basic(root) == b"theorem a : True := sorry\n"
+        assert git(root, "show", "proofs:Demo/Basic.lean") == "theorem a : True := by\n  trivial"
+    finally:
+        mine.chmod(0o644)
+
+
+@pytest.mark.parametrize(
+    ("span", "problem"),
+    [
+        (":= by\n  sorry\n  run_meta pure ()", "line 3 of the proof: 'run_meta' starts a command"),
+        (":= sorry #eval 1", "line 1 of the proof: '#eval' starts a command"),
+        (":= sorry open Nat", "line 1 of the proof: 'open' without 'in' starts a command"),
+        (":= sorry private theorem b", "line 1 of the proof: 'private' starts a command"),
+        (":= by\n  simp\n  binder_predicate x", "'binder_predicate' starts a command"),
+        (":= by\n  exact (foo\n theorem", "'theorem' starts a command"),  # any depth
+        (":= by\n  open Nat in simp\n  set_option x 1 in\n  sorry", ""),
+        (":= by\n  #adaptation_note /-- a note -/\n  sorry", ""),
+        (":= by\n  have : #s = #s := rfl\n  #check s\n  sorry", ""),  # #check: a tactic too
+        (":= by\n  simp [alias_foo, (run_meta)]", ""),  # not at the proof's depth
+    ],
+)
+def test_a_span_is_checked_for_commands_on_its_own(span, problem):
+    found = span_problem(span)
+    assert (problem in found and found) if problem else found == ""

@@ -46,10 +46,10 @@ class SorryRow(BaseModel):
     """One theorem tried: how it ended, the proof, its length and the times.
 
     ``outcome`` is the write-back's (``written``, ``rejected``, ``refused``, ``not_found``,
-    ``changed``, ``check_failed``, ``write_failed``) when Lean accepted a proof that was
-    offered to the file, else the attempt's (``replayed``, ``failed``, ``refused``,
-    ``timeout``, ``budget``, ``error``), or ``skipped`` for a theorem an earlier call of the run
-    finished.
+    ``changed``, ``check_failed``, ``write_failed``, ``unsafe_edit``, ``read_only``) when Lean
+    accepted a proof that was offered to the file, else the attempt's (``replayed``,
+    ``failed``, ``refused``, ``timeout``, ``budget``, ``error``), or ``skipped`` for a theorem
+    an earlier call of the run finished.
     """
 
     full_name: str

@@ -4,12 +4,17 @@ only the proof (from the declaration's ``:=`` to the end of its proof) is replac
 is checked to be unchanged (line endings, a byte order mark, tabs, a missing final newline);
 Lean judges the filled declaration in its file (other declarations may keep their sorries) and
 audits its axioms; only then is the file written in one step (the original kept as a backup),
-the theorem marked ``sorry_proved`` and, on a branch, committed."""
+the theorem marked ``sorry_proved`` and, on a branch, committed. A file that may not be written
+(read-only, immutable, or in a directory that may not be written) is left untouched, before Lean
+is asked and again before writing."""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
 import shutil
+import stat
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -27,7 +32,9 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.audit import AuditedCode, Outcome, check_declaration, declared_name
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
-from leanloop.lean.lexer import Kind, is_unterminated, tokenize
+from leanloop.lean.keywords import COMMAND_WORDS, HASH_BOTH, HASH_COMMANDS, IN_COMMANDS, MODIFIERS
+from leanloop.lean.lexer import Kind, Token, hash_word, is_unterminated, tokenize
+from leanloop.lean.proof_end import modifies_declaration
 from leanloop.lean.scanner import (
     CLOSING_BRACKETS,
     NEVER_IN_PROOFS,
@@ -62,6 +69,7 @@ class FillStatus(StrEnum):
     # around the declaration does not elaborate)
     WRITE_FAILED = "write_failed"  # Lean accepted it, but the file could not be written
     UNSAFE = "unsafe_edit"  # where the proof ends is unclear: nothing is replaced
+    READ_ONLY = "read_only"  # the file (or its directory) may not be written: left untouched
 
     @property
     def attempt_status(self) -> AttemptStatus:
@@ -125,20 +133,20 @@ def outside_span_problem(before: bytes, after: bytes, start: int, end: int) -> s
 
 def span_problem(span: str) -> str:
     """Why the text a fill would replace (``:= <proof>``) may hold more than a proof ('' when
-    it holds only a proof): a declaration or scope keyword at the proof's own bracket depth or
-    first on a line at any depth, a doc comment or an attribute (but the note of
+    it holds only a proof): a command at the proof's own bracket depth (a declaration, scope or
+    other command word, a modifier before a declaration, ``open``/``set_option`` with no ``in``
+    on its line, a ``#`` command no library declares as a tactic), a declaration or scope
+    keyword first on a line at any depth, a doc comment or an attribute (but the note of
     ``#adaptation_note``), brackets that do not balance, or a string or comment left
     unterminated. A check of the span itself, independent of how the scanner found its end."""
     depth = 0
-    previous: list[str] = []
-    for token in tokenize(span):
-        where = f"line {token.line} of the proof"
+    every = tokenize(span)
+    for token in every:
         if is_unterminated(token):
-            return f"{where}: a {token.kind.value} is never closed"
-        if token.kind is Kind.COMMENT:
-            continue
-        noted = previous[-2:] == ["#", "adaptation_note"]
-        previous.append(token.text)
+            return f"line {token.line} of the proof: a {token.kind.value} is never closed"
+    tokens = [t for t in every if t.kind is not Kind.COMMENT]
+    for index, token in enumerate(tokens):
+        where = f"line {token.line} of the proof"
         if token.kind is Kind.SYMBOL and token.text in OPENING_BRACKETS:
             depth += 1
             if token.text == "@[" and depth == 1:
@@ -149,13 +157,62 @@ def span_problem(span: str) -> str:
             if depth < 0:
                 return f"{where}: a {token.text!r} closes no bracket"
             continue
+        noted = index >= 2 and hash_word(tokens, index - 2) == "adaptation_note"
         if token.kind in (Kind.DOC, Kind.MODDOC) and not noted:
             return f"{where}: {token.text[:12]!r} starts a declaration"
-        at_command = depth == 0 or token.line_start
-        if token.kind is Kind.IDENT and token.text in NEVER_IN_PROOFS and at_command:
-            return f"{where}: {token.text!r} starts a command"
+        command = _command_word(tokens, index) if depth == 0 else None
+        if command is None and token.line_start and token.text in NEVER_IN_PROOFS:
+            command = repr(token.text)
+        if command is not None:
+            return f"{where}: {command} starts a command"
     if depth:
         return f"the proof's brackets do not balance ({depth} left open)"
+    return ""
+
+
+def _command_word(tokens: Sequence[Token], index: int) -> str | None:
+    """The command word at ``tokens[index]`` (at the proof's depth), spelt, or None."""
+    token = tokens[index]
+    word = hash_word(tokens, index)
+    if word is not None:
+        return f"'#{word}'" if word in HASH_COMMANDS - HASH_BOTH else None
+    if token.kind is not Kind.IDENT:
+        return None
+    if token.text in COMMAND_WORDS or (
+        token.text in MODIFIERS and modifies_declaration(tokens, index)
+    ):
+        return repr(token.text)
+    if token.text in IN_COMMANDS:
+        line = itertools.takewhile(lambda t: t.line == token.line, tokens[index + 1 :])
+        if not any(t.text == "in" for t in line):
+            return f"{token.text!r} without 'in'"
+    return None
+
+
+def read_only_reason(path: Path) -> str:
+    """Why ``path`` may not be written ('' when it may): the file has no write permission
+    (for anyone, or for this user), is marked immutable or lies on a read-only file system, or
+    its directory (where the new version is written before it replaces the file) may not be
+    written. A file the user made read-only is never replaced, even by a user who could."""
+    try:
+        mode = path.stat()
+        directory = path.parent.stat()
+    except OSError as exc:
+        return f"its permissions cannot be read: {exc.strerror or exc}"
+    with contextlib.suppress(OSError, AttributeError):
+        if os.statvfs(path.parent).f_flag & os.ST_RDONLY:
+            return "it is on a read-only file system"
+    flags = getattr(mode, "st_flags", 0) | getattr(directory, "st_flags", 0)
+    if flags & (getattr(stat, "UF_IMMUTABLE", 0) | getattr(stat, "SF_IMMUTABLE", 0)):
+        return "it or its directory is marked immutable"
+    if not mode.st_mode & 0o222:
+        return f"the file is read-only (mode {stat.S_IMODE(mode.st_mode):04o})"
+    if not os.access(path, os.W_OK):
+        return "you may not write it (permission, or the file is marked immutable)"
+    if not directory.st_mode & 0o222:
+        return f"its directory is read-only (mode {stat.S_IMODE(directory.st_mode):04o})"
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        return "you may not write in its directory (permission, or it is marked immutable)"
     return ""
 
 
@@ -241,6 +298,11 @@ class SorryFiller:
         plan = self._plan(theorem, proof, before, source)
         if isinstance(plan, FillResult):
             return plan
+        unwritable = read_only_reason(path)
+        if unwritable:  # nothing to ask Lean: the proof could not be written
+            return self._result(
+                theorem, FillStatus.READ_ONLY, plan.body, f"{unwritable}; it was left as it is"
+            )
         started = time.perf_counter()
         try:
             with self.lease() as server:
@@ -298,6 +360,14 @@ class SorryFiller:
                 body,
                 "the declaration's body is not ':= ...' (pattern matching or 'where')",
             )
+        if declaration.proof_unclear:
+            return self._result(
+                theorem,
+                FillStatus.UNSAFE,
+                body,
+                f"where its proof ends is unclear ({declaration.proof_unclear}); "
+                "nothing was replaced",
+            )
         start, end = span
         problem = span_problem(source[start:end])
         if problem:
@@ -345,6 +415,10 @@ class SorryFiller:
         backup = None
         working_tree = None
         commit = None
+        unwritable = read_only_reason(path)
+        if unwritable:  # made read-only while Lean checked: nothing is written, no backup
+            reason = f"Lean accepted the proof but it was not written: {unwritable}"
+            return self._result(theorem, FillStatus.READ_ONLY, plan.body, reason, seconds, axioms)
         if self.branch is None:
             backup = self._backup(path)
             write_bytes_atomic(path, plan.after)
@@ -386,6 +460,9 @@ class SorryFiller:
                 None,
                 "your working tree's file differs from the branch's, so it was left as it is",
             )
+        unwritable = read_only_reason(path)
+        if unwritable:
+            return "left", None, f"your working tree's file was left as it is: {unwritable}"
         backup = self._backup(path)
         write_bytes_atomic(path, plan.after)
         return "written", backup, ""

@@ -10,90 +10,58 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+from leanloop.lean.keywords import (
+    BODY_CLAUSES,
+    COMMAND_WORDS,
+    DECLARATION_KEYWORDS,
+    HASH_BOTH,
+    HASH_COMMANDS,
+    HASH_TACTICS,
+    IN_COMMANDS,
+    MODIFIERS,
+    NEVER_IN_PROOFS,
+    OTHER_COMMANDS,
+    SCOPE_COMMANDS,
+    TERM_BINDERS,
+    THEOREM_KINDS,
+)
 from leanloop.lean.lexer import Kind, Token, hash_word, normalize_name, split_name, tokenize
+from leanloop.lean.proof_end import (
+    ProofEnd,
+    find_clauses_end,
+    find_proof_end,
+    modifies_declaration,
+)
 
-DECLARATION_KEYWORDS = frozenset(
-    {
-        "theorem",
-        "lemma",
-        "def",
-        "abbrev",
-        "instance",
-        "structure",
-        "class",
-        "inductive",
-        "axiom",
-        "opaque",
-        "example",
-        "irreducible_def",
-    }
-)
-MODIFIERS = frozenset(
-    {
-        "private",
-        "protected",
-        "public",
-        "meta",
-        "noncomputable",
-        "partial",
-        "unsafe",
-        "nonrec",
-        "scoped",
-        "local",
-    }
-)
-# Commands that end the previous declaration when they start a line at column 0.
-OTHER_COMMANDS = frozenset(
-    {
-        "namespace", "section", "end", "open", "variable", "universe", "import", "set_option",
-        "attribute", "mutual", "macro", "macro_rules", "syntax", "elab", "elab_rules",
-        "notation", "infix", "infixl", "infixr", "prefix", "postfix", "initialize",
-        "builtin_initialize", "deriving", "export", "omit", "include", "alias", "run_cmd",
-        "add_decl_doc", "assert_not_exists", "library_note", "compile_inductive", "prelude",
-        "module",
-        "#check", "#eval", "#print", "#reduce", "#exit", "#guard", "#synth", "#lint", "#align",
-        "#help", "#find", "#adaptation_note", "#guard_msgs", "#time",
-        "proof_wanted", "notation3", "declare_syntax_cat", "register_simp_attr",
-        "register_option", "register_label_attr", "initialize_simps_projections",
-        "suppress_compilation", "unseal", "seal", "add_aesop_rules", "declare_aesop_rule_sets",
-        "assert_not_imported",
-    }
-)  # fmt: skip
-#: Commands that open or close a scope: a command wherever they start a line.
-SCOPE_COMMANDS = frozenset({"namespace", "section", "end"})
-# Words after which a declaration's header (its statement) is over.
+__all__ = [  # the words are the keywords module's, read here too
+    "BODY_CLAUSES",
+    "CLOSING_BRACKETS",
+    "COMMAND_WORDS",
+    "DECLARATION_KEYWORDS",
+    "HASH_BOTH",
+    "HASH_COMMANDS",
+    "HASH_TACTICS",
+    "IN_COMMANDS",
+    "MODIFIERS",
+    "NEVER_IN_PROOFS",
+    "OPENING_BRACKETS",
+    "OTHER_COMMANDS",
+    "SCOPE_COMMANDS",
+    "TERM_BINDERS",
+    "THEOREM_KINDS",
+    "Declaration",
+    "Location",
+    "SourceScan",
+    "scan",
+]
+
+#: Words after which a declaration's header (its statement) is over.
 _HEADER_ENDS = frozenset({":=", "where", "termination_by", "decreasing_by", "deriving"})
-#: Clauses of a declaration that follow its body (they end the proof, and belong to the
-#: declaration: a new proof never replaces them).
-BODY_CLAUSES = frozenset({"where", "termination_by", "decreasing_by", "deriving"})
-#: Words that, first on a line at any column, start a command and so end a proof: none is a
-#: tactic or begins a term. (A line starting at or left of the declaration's own column ends the
-#: proof too, whatever its first word: that covers commands this list does not know.)
-BODY_ENDING_WORDS = DECLARATION_KEYWORDS | MODIFIERS | (OTHER_COMMANDS - {"open", "set_option"})
-#: Keywords that start a command wherever they stand: no term or tactic holds them, so one met
-#: after ``:=`` (even mid-line) is past the proof.
-NEVER_IN_PROOFS = DECLARATION_KEYWORDS | SCOPE_COMMANDS | {"mutual"}
-#: ``#`` words that are tactics as well as commands, or only tactics.
-HASH_TACTICS = frozenset({"adaptation_note"})
-#: ``#`` words of commands (``#s`` is Mathlib's notation for a finset's card, ``#[...]`` an
-#: array: not every ``#`` starts a command).
-HASH_COMMANDS = frozenset(
-    {
-        "check", "check_failure", "eval", "eval!", "print", "reduce", "exit", "guard",
-        "guard_msgs", "guard_expr", "synth", "lint", "align", "align_import", "noalign", "help",
-        "find", "find_home", "time", "where", "simp", "norm_num", "conv", "count_heartbeats",
-        "list_linters", "min_imports", "explode", "leansearch", "moogle", "loogle", "version",
-        "exact?", "widget", "html", "tactic_doc", "test",
-    }
-)  # fmt: skip
-#: Term-level binders, each bringing a `:=` of its own inside a statement or a type.
-TERM_BINDERS = frozenset({"let", "have", "letI", "haveI", "let_fun"})
 _OPEN = {"(": ")", "[": "]", "{": "}", "⟨": "⟩", "⦃": "⦄", "⟦": "⟧", "‹": "›", "@[": "]"}
 _CLOSE = frozenset(_OPEN.values())
 #: The brackets the scanner counts depth with.
 OPENING_BRACKETS = frozenset(_OPEN)
 CLOSING_BRACKETS = _CLOSE
-THEOREM_KINDS = frozenset({"theorem", "lemma"})
 
 
 @dataclass(frozen=True)
@@ -133,7 +101,11 @@ class Declaration:
     assign: Location | None = None
     #: where the proof (the body after ``:=``) ends: before a ``where`` / ``termination_by`` /
     #: ``decreasing_by`` / ``deriving`` clause or the next command, trailing comments excluded
+    #: (see ``leanloop.lean.proof_end``)
     proof_end: Location | None = None
+    #: why it is not sure where the proof ends ('' when it is): the tokens there allow both a
+    #: proof and a command (``proof_end`` is then the earlier of the two)
+    proof_unclear: str = ""
     #: the indentation of the declaration's first line (an attribute may stand before it)
     indent: int = 0
     #: the namespaces and sections open around the declaration, outermost first, as
@@ -164,7 +136,9 @@ class Declaration:
     @property
     def proof_span(self) -> tuple[int, int] | None:
         """Offsets ``(start, end)`` of ``:= <proof>``: what a new proof replaces (None when the
-        body is not ``:= ...``)."""
+        body is not ``:= ...``). The one place that says where the proof is: its end is read
+        from the tokens' layout as Lean's parser reads it; where that reading is unsure
+        (``proof_unclear``) it is the earlier end, and a fill refuses it."""
         if self.assign is None or self.proof_end is None:
             return None
         return self.assign.offset, self.proof_end.offset
@@ -244,6 +218,7 @@ class _Scanner:
         self.declarations: list[Declaration] = []
         self._pending_in: Location | None = None
         self._declaration_after_in = -1  # a declaration that follows `... in` on the same line
+        self._starts: set[int] = set()  # commands found where a proof ended (mid-line, ...)
 
     def _depths(self) -> list[int]:
         """Bracket depth before each token."""
@@ -276,28 +251,17 @@ class _Scanner:
         if token.text in DECLARATION_KEYWORDS:
             return True
         if token.text in MODIFIERS:  # at column 0 always a command (`scoped[NS] notation`)
-            return token.column == 0 or self._modifies_declaration(index)
-        if token.text in SCOPE_COMMANDS:  # keywords nothing else starts a line with
+            return token.column == 0 or modifies_declaration(self.tokens, index)
+        if token.text in COMMAND_WORDS:  # keywords nothing else starts a line with
             return True
         return token.column == 0 and token.text in OTHER_COMMANDS
-
-    def _modifies_declaration(self, index: int) -> bool:
-        """A modifier run at line start followed by a declaration keyword (or section)."""
-        j = index
-        while j < len(self.tokens) and self.tokens[j].text in MODIFIERS:
-            j += 1
-        return j < len(self.tokens) and (
-            self.tokens[j].text in DECLARATION_KEYWORDS
-            or self.tokens[j].text
-            in ("section", "@[", "instance", "notation", "attribute", "import")
-        )
 
     def _starts_declaration(self, index: int) -> bool:
         """Whether token ``index`` begins a declaration (wherever it stands on its line)."""
         token = self.tokens[index]
         if token.kind is Kind.DOC or token.text == "@[" or token.text in DECLARATION_KEYWORDS:
             return True
-        return token.text in MODIFIERS and self._modifies_declaration(index)
+        return token.text in MODIFIERS and modifies_declaration(self.tokens, index)
 
     def _next_command(self, index: int) -> int:
         """Index of the first command start after ``index`` (or the number of tokens)."""
@@ -340,7 +304,11 @@ class _Scanner:
         i, n = 0, len(self.tokens)
         while i < n:
             token = self.tokens[i]
-            if not self._is_command_start(i) and i != self._declaration_after_in:
+            if (
+                not self._is_command_start(i)
+                and i != self._declaration_after_in
+                and i not in self._starts
+            ):
                 i += 1
                 continue
             if (
@@ -366,6 +334,12 @@ class _Scanner:
     def _command(self, i: int) -> int:
         token = self.tokens[i]
         stop = self._next_command(i)
+        for k in range(i + 1, stop):  # an indented `open ... in` line is a command of its own
+            later = self.tokens[k]
+            if later.line_start and later.text in IN_COMMANDS and self.depth[k] == 0:
+                stop = k
+                self._starts.add(k)
+                break
         words = [t.text for t in self.tokens[i + 1 : stop]]
         keyword = token.text
         if words and words[-1] == "in":  # applies to the next command only
@@ -448,10 +422,19 @@ class _Scanner:
                 full_name = name[len("_root_.") :]
             else:
                 full_name = ".".join((*namespace, name))
-        end = self._end_location(stop)
         start = _loc(first)
         indent = _indentation(self.source, first.start)
-        assign, proof_end = self._proof(i, stop, indent)
+        assign, proof_end, ended = self._proof(i, stop, indent)
+        if ended is not None and ended.index < stop:
+            after = ended.index  # a command on the proof's line, or left of its tactics
+            if tokens[after].text in BODY_CLAUSES:
+                after = find_clauses_end(tokens, self.depth, after, stop, indent)
+            elif not ended.command:
+                after = stop
+            if after < stop:
+                stop = after
+                self._starts.add(stop)
+        end = self._end_location(stop)
         self.declarations.append(
             Declaration(
                 kind=kind,
@@ -475,6 +458,7 @@ class _Scanner:
                 name_end=_loc_end(self.source, name_token) if name_token else None,
                 assign=assign,
                 proof_end=proof_end,
+                proof_unclear=ended.doubt if ended is not None else "",
                 indent=indent,
                 scopes=self._scope_names(),
             )
@@ -482,57 +466,25 @@ class _Scanner:
         self._pending_in = None
         return stop
 
-    def _proof(self, i: int, stop: int, column: int) -> tuple[Location | None, Location | None]:
-        """Where the declaration's ``:=`` stands and where the proof after it ends (both None
-        when the header does not end with ``:=``). ``column`` is the declaration's own."""
+    def _proof(
+        self, i: int, stop: int, column: int
+    ) -> tuple[Location | None, Location | None, ProofEnd | None]:
+        """Where the declaration's ``:=`` stands, where the proof after it ends and how that
+        end was read (all None when the header does not end with ``:=``). ``column`` is the
+        declaration's own."""
         assign = self._header_end_index(i, stop)
         if assign is None or self.tokens[assign].text != ":=":
-            return None, None
-        base = self.depth[assign]
-        end = stop
-        for j in range(assign + 2, stop):  # the proof holds at least the token after ':='
-            token = self.tokens[j]
-            if self.depth[j] != base:
-                continue
-            if (
-                token.text in BODY_CLAUSES
-                or token.text in NEVER_IN_PROOFS
-                or (token.line_start and self._ends_proof(j, column))
-            ):
-                end = j
-                break
-        if end <= assign + 1:
-            return _loc(self.tokens[assign]), _loc_end(self.source, self.tokens[assign])
-        return _loc(self.tokens[assign]), self._end_location(end)
-
-    def _ends_proof(self, j: int, column: int) -> bool:
-        """Whether line-start token ``j`` begins something after the proof: a line at or left
-        of the declaration's column, a command word, a ``#`` command, a doc comment or an
-        attribute."""
-        token = self.tokens[j]
-        if token.column <= column:
-            return True
-        if token.kind is Kind.DOC or token.kind is Kind.MODDOC or token.text == "@[":
-            return True
-        if token.text == "#":  # a command word (not #s, #[...] or #adaptation_note)
-            return self._hash_command(j)
-        if token.kind is not Kind.IDENT:
-            return False
-        if token.text in ("open", "set_option"):  # a tactic when it ends in 'in'
-            return not self._line_has_in(j)
-        return token.text in BODY_ENDING_WORDS
+            return None, None, None
+        ended = find_proof_end(self.tokens, self.depth, assign, stop, column)
+        if ended.index <= assign + 1:
+            end = _loc_end(self.source, self.tokens[assign])
+        else:
+            end = self._end_location(ended.index)
+        return _loc(self.tokens[assign]), end, ended
 
     def _hash_command(self, j: int) -> bool:
         """Whether the ``#`` at token ``j`` spells a command (``#check``, ``#eval``, ...)."""
         return hash_word(self.tokens, j) in HASH_COMMANDS
-
-    def _line_has_in(self, j: int) -> bool:
-        for k in range(j + 1, len(self.tokens)):
-            if self.tokens[k].line_start:
-                return False
-            if self.tokens[k].text == "in" and self.depth[k] == self.depth[j]:
-                return True
-        return False
 
     def _name(self, kind: str, i: int) -> tuple[str | None, int, int]:
         """The declared name, the index of its token, and the index after it."""
