@@ -25,6 +25,14 @@ from leanloop.lean.account import (
     SET_OPTION,
     ElaboratedCommand,
 )
+from leanloop.lean.keywords import (
+    COMMAND_WORDS,
+    DECLARATION_KEYWORDS,
+    HASH_BOTH,
+    HASH_COMMANDS,
+    IN_COMMANDS,
+    MODIFIERS,
+)
 from leanloop.lean.lexer import Kind, Token, tokenize
 from leanloop.lean.scanner import scan
 from leanloop.lean.server import CheckResult, LeanMessage
@@ -123,24 +131,48 @@ _IN = ("Lean.Parser.Command.in", "Lean.Elab.Command.expandInCmd")
 
 
 def standin_account(code: str) -> tuple[ElaboratedCommand, ...]:
-    """leanloop's own account object for honest ``code``, as Lean gives it for code whose
-    commands each start at column 0 of a line (the layout leanloop writes and the tests use):
-    each command with the syntax kind and elaborator of Lean's (``lean.account``'s names; the
-    real names are checked against a recorded infotree in ``test_lean_account``), and the end of
-    input. Tests of hidden commands build their account explicitly instead."""
+    """leanloop's own account object for honest ``code``, as Lean gives it where Lean ends each
+    declaration where ``lean.scanner`` reads its end (the layouts these tests use; tests of
+    hidden commands, and of Lean reading a declaration otherwise, build their account
+    explicitly): each command with the syntax kind and elaborator of Lean's (``lean.account``'s
+    names; the real names are checked against a recorded infotree in ``test_lean_account``), and
+    the end of input. Other commands start at a line's first token that only a command starts
+    with."""
     tokens = _joined([t for t in tokenize(code) if t.kind not in (Kind.COMMENT, Kind.MODDOC)])
-    starts = [
-        i
-        for i, t in enumerate(tokens)
-        if t.line_start
-        and t.column == 0
-        and t.text != "import"
-        and _starts_command(tokens, i)
-        and not (i and tokens[i - 1].text == "in")  # 'set_option ... in' goes on to it
+    declarations = scan(code).declarations
+    # where both readings fit, Lean's is the earlier end: what follows is the next command
+    spans = [
+        (
+            (d.context_start or d.code_start).offset,
+            d.proof_end.offset if d.proof_unclear and d.proof_end else d.end.offset,
+        )
+        for d in declarations
     ]
+    unclear_ends = {b for (_, b), d in zip(spans, declarations, strict=True) if d.proof_unclear}
+    starts = sorted(
+        {
+            i
+            for i, t in enumerate(tokens)
+            if (t.line_start or _command_word(t))
+            and t.text != "import"
+            and _starts_command(tokens, i)
+            and not (i and tokens[i - 1].text == "in")  # 'set_option ... in' goes on to it
+            and not (i and _declaration_goes_on(tokens[i - 1], t))
+            and not any(a < t.start < b for a, b in spans)
+        }
+        | {i for i, t in enumerate(tokens) if any(t.start == a for a, _ in spans)}
+        | {
+            i
+            for i, t in enumerate(tokens)
+            if i and tokens[i - 1].end in unclear_ends and t.start >= tokens[i - 1].end
+        }
+    )
     commands = []
     for n, i in enumerate(starts):
         stop = starts[n + 1] if n + 1 < len(starts) else len(tokens)
+        ends = [b for a, b in spans if a == tokens[i].start]
+        if ends:
+            stop = max(j for j in range(i, stop) if tokens[j].start < ends[0]) + 1
         last = tokens[stop - 1]
         end_line = last.line + last.text.count("\n")
         end_column = len(last.text.rsplit("\n", 1)[-1]) + (
@@ -171,11 +203,35 @@ def _joined(tokens: list[Token]) -> list[Token]:
     return out
 
 
+def _declaration_goes_on(before: Token, token: Token) -> bool:
+    """``token`` goes on with the declaration its line started (``@[simp] lemma``,
+    ``private theorem``)."""
+    return before.line == token.line and (before.text in MODIFIERS or before.text == "]")
+
+
+def _command_word(token: Token) -> bool:
+    """A word only a command starts with (Lean starts a command there, wherever it is)."""
+    text = token.text
+    return text in COMMAND_WORDS - IN_COMMANDS or (
+        text.startswith("#") and text[1:] in HASH_COMMANDS - HASH_BOTH
+    )
+
+
 def _starts_command(tokens, i: int) -> bool:
-    text = tokens[i].text
-    if tokens[i].kind is Kind.DOC:
+    """A command starts here: at any column, a word no tactic or term starts with (Lean ends a
+    tactic block there); at column 0 also a modifier, an attribute, a doc comment, ``open`` or
+    ``set_option`` and any ``#`` command."""
+    token = tokens[i]
+    text = token.text
+    if _command_word(token):
         return True
-    return text in _DECLARATION_WORDS or text in _KINDS or text in ("#print", "set_option")
+    if text == "@[" or text in MODIFIERS - {"local", "scoped"} or token.kind is Kind.DOC:
+        return True  # an attribute, a modifier, a doc comment: a declaration starts
+    if token.column != 0:
+        return False
+    if token.kind is Kind.DOC or text.startswith("#"):
+        return True
+    return text in _DECLARATION_WORDS or text in _KINDS or text in IN_COMMANDS
 
 
 def _standin_command(tokens, end_line: int, end_column: int) -> ElaboratedCommand:
@@ -192,6 +248,10 @@ def _standin_command(tokens, end_line: int, end_column: int) -> ElaboratedComman
         return ElaboratedCommand(*_IN, *where, nested=nested)
     if first.text == "set_option":
         return ElaboratedCommand(*SET_OPTION, *where)
+    if first.text.startswith("#") or first.text in COMMAND_WORDS - DECLARATION_KEYWORDS:
+        word = first.text.removeprefix("#")
+        elaborator = f"Lean.Elab.Command.elab{word[:1].upper()}{word[1:]}"
+        return ElaboratedCommand(f"Lean.Parser.Command.{word}", elaborator, *where)
     if first.text in _KINDS:
         return ElaboratedCommand(*_KINDS[first.text], *where)
     return ElaboratedCommand(*DECLARATION, *where)
@@ -247,5 +307,5 @@ def without_audit(code: str) -> str:
         lines.pop()
     text = "\n".join(lines) + "\n"
     for name, _ in inner:
-        text = text.replace(f"\n\n#print axioms {name}\n", "", 1)
+        text = text.replace(f"\n\n#print axioms {name}", "", 1)
     return text.rstrip() + "\n"

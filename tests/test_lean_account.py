@@ -137,9 +137,7 @@ def test_an_audit_command_a_macro_rewrote_is_refused():
     rewritten = dataclasses.replace(last, elaborator="_aux_Evil___macroRules_printAxioms_1")
     judged = judge(with_commands(result, [*before, rewritten, end]), audited, POLICY)
     assert judged.outcome is Outcome.REFUSED
-    assert (
-        "_aux_Evil___macroRules_printAxioms_1, not by Lean's own elabPrintAxioms" in judged.reason
-    )
+    assert "_aux_Evil___macroRules_printAxioms_1, not by elabPrintAxioms" in judged.reason
 
 
 def test_an_audit_command_lean_did_not_elaborate_is_refused():

@@ -63,7 +63,7 @@ def test_the_audit_runs_in_the_declaration_s_scope_and_at_top_level():
     assert lines[code.last_line - 1] == "  simp"
     # right after it, in its scope, by the name it was declared with
     assert lines[code.name_line - 1] == "#print axioms efsq"
-    assert lines[code.name_line + 2] == "end Inner"  # the rest of the file follows it
+    assert lines[code.name_line + 1] == "end Inner"  # the rest of the file follows it
     # the namespace still open at the end of the file is closed, then the audit, names in full
     assert lines[code.audit_line - 3 : code.audit_line] == [
         "end Outer",

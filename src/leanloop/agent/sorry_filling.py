@@ -11,6 +11,7 @@ is asked and again before writing."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import shutil
@@ -25,10 +26,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from leanloop.agent.fill_span import lean_span
 from leanloop.agent.git_branch import COMMIT_SUBJECT
 from leanloop.atomic import write_bytes_atomic
 from leanloop.data.records import AttemptStatus, Theorem
 from leanloop.errors import LeanloopError
+from leanloop.lean.account import ElaboratedCommand
 from leanloop.lean.audit import AuditedCode, Outcome, check_declaration, declared_name
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
@@ -273,6 +276,7 @@ class SorryFiller:
         self.policy = policy or AxiomPolicy()
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         self.backup_dir = Path(backup_dir) if backup_dir else self.root / BACKUP_DIR / stamp
+        self._accounts: dict[tuple[str, str], tuple[ElaboratedCommand, ...] | None] = {}
 
     @property
     def tree(self) -> Path:
@@ -295,7 +299,7 @@ class SorryFiller:
             source = before.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return self._result(theorem, FillStatus.NOT_FOUND, "", f"cannot read it: {exc}")
-        plan = self._plan(theorem, proof, before, source)
+        plan = self._plan(theorem, proof, before, source, settle=True)
         if isinstance(plan, FillResult):
             return plan
         unwritable = read_only_reason(path)
@@ -306,6 +310,10 @@ class SorryFiller:
         started = time.perf_counter()
         try:
             with self.lease() as server:
+                account = self._original_account(server, path, source)
+                plan = self._plan(theorem, proof, before, source, account=account)
+                if isinstance(plan, FillResult):
+                    return plan
                 judgement, _ = check_declaration(server, plan.audited, self.policy)
         except LeanError as exc:
             return self._result(theorem, FillStatus.CHECK_FAILED, plan.body, exc.message)
@@ -340,10 +348,33 @@ class SorryFiller:
                 theorem, FillStatus.WRITE_FAILED, plan.body, reason, seconds, judgement.axioms
             )
 
+    def _original_account(
+        self, server: LeanServer, path: Path, source: str
+    ) -> tuple[ElaboratedCommand, ...] | None:
+        """Lean's account of the commands of the file as it is (before the fill), asked once per
+        content of the file; None when the server gives none."""
+        key = (str(path), hashlib.sha256(source.encode("utf-8")).hexdigest())
+        if key not in self._accounts:
+            self._accounts[key] = server.check(_for_lean(source)).commands
+        return self._accounts[key]
+
     def _plan(
-        self, theorem: Theorem, proof: str | Sequence[str], before: bytes, source: str
+        self,
+        theorem: Theorem,
+        proof: str | Sequence[str],
+        before: bytes,
+        source: str,
+        *,
+        account: Sequence[ElaboratedCommand] | None = None,
+        settle: bool = False,
     ) -> _Edit | FillResult:
-        """The edit that puts ``proof`` in place of the theorem's proof, or why there is none."""
+        """The edit that puts ``proof`` in place of the theorem's proof, or why there is none.
+
+        With Lean's ``account`` of the file as it is, the span ends where Lean's declaration
+        ends and the commands after it must read the same once the proof is in (see
+        ``agent.fill_span``); without it, the scanner's reading decides, and an end it is
+        unsure of is refused — unless ``settle``, for a first plan that Lean's account will
+        settle."""
         scanned = scan(source)
         declaration = find_declaration(scanned, theorem)
         if declaration is None:
@@ -360,7 +391,20 @@ class SorryFiller:
                 body,
                 "the declaration's body is not ':= ...' (pattern matching or 'where')",
             )
-        if declaration.proof_unclear:
+        start, end = span
+        rest = None
+        if account is not None:
+            first = (declaration.context_start or declaration.code_start).offset
+            settled = lean_span(source, account, first, span, declaration.end.offset)
+            if isinstance(settled, str):
+                return self._result(
+                    theorem, FillStatus.UNSAFE, body, f"{settled}; nothing was replaced"
+                )
+            start, end, rest = settled.start, settled.end, settled.rest
+            declaration_end = settled.declaration_end
+        else:
+            declaration_end = declaration.end.offset
+        if declaration.proof_unclear and account is None and not settle:
             return self._result(
                 theorem,
                 FillStatus.UNSAFE,
@@ -368,8 +412,8 @@ class SorryFiller:
                 f"where its proof ends is unclear ({declaration.proof_unclear}); "
                 "nothing was replaced",
             )
-        start, end = span
-        problem = span_problem(source[start:end])
+        # Lean's account says where the declaration ends and no command starts in it
+        problem = span_problem(source[start:end]) if account is None and not settle else ""
         if problem:
             return self._result(
                 theorem,
@@ -396,7 +440,7 @@ class SorryFiller:
             )
         # the declaration as Lean sees it: its context lines and attributes to its last clause
         first = (declaration.context_start or declaration.code_start).offset
-        last = declaration.end.offset + len(replacement) - (end - start)
+        last = declaration_end + len(replacement) - (end - start)
         checked = _for_lean(after_text)
         audited = AuditedCode.around(
             checked,
@@ -405,6 +449,7 @@ class SorryFiller:
             theorem.full_name,
             scanned.open_scopes,  # only the proof changed: the scopes are the file's
             declared_name(theorem.full_name, declaration.name, declaration.modifiers),
+            rest,
         )
         return _Edit(before, after, body, audited)
 

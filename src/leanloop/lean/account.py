@@ -48,7 +48,7 @@ class ElaboratedCommand:
         kind = (self.kind or "command").rsplit(".", 1)[-1]
         return f"{kind!r} at line {self.line}"
 
-    def is_(self, expected: tuple[str, str]) -> bool:
+    def is_(self, expected: tuple[str | None, str | None]) -> bool:
         """Whether this is the command of ``expected`` (syntax kind, elaborator), elaborated by
         that elaborator; a backend that reports no kinds matches any."""
         if self.kind is None:
@@ -151,7 +151,7 @@ class ExpectedCommand:
     """A command leanloop put in the code itself, at ``offset``, and which it must be."""
 
     offset: int
-    expected: tuple[str, str]
+    expected: tuple[str | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -175,12 +175,18 @@ def place(commands: Sequence[ElaboratedCommand], code: str) -> list[Placed]:
 def declaration_problem(
     placed: Sequence[Placed], start: int, end: int
 ) -> tuple[Placed | None, str]:
-    """The one command that starts in ``[start, end)`` — the declaration under judgement — or
-    why there is not exactly one (a command the code's text does not show, or none)."""
+    """The declaration under judgement — the one command that holds offset ``start`` (its doc
+    comment or attributes, trusted text, may start it earlier) or else starts in ``[start,
+    end)`` — or why there is not exactly one command in ``[start, end)`` (a command the code's
+    text does not show, or none)."""
+    covering = [p for p in placed if p.start < start < p.end]
     inside = [p for p in placed if start <= p.start < end]
-    if not inside:
+    if covering:
+        first, others = covering[-1], inside
+    elif inside:
+        first, *others = inside
+    else:
         return None, "Lean elaborated no declaration where leanloop put it"
-    first, *others = inside
     if others:
         extra = others[0].command
         more = f" and {len(others) - 1} more" if len(others) > 1 else ""
@@ -208,15 +214,19 @@ def sequence_problem(
         found = found[:-1]
     for index, want in enumerate(expected):
         if index >= len(found):
-            kind = want.expected[0].rsplit(".", 1)[-1]
-            return f"Lean did not elaborate leanloop's {kind!r} command (it is hidden)"
+            kind = (want.expected[0] or "command").rsplit(".", 1)[-1]
+            return f"Lean did not elaborate the {kind!r} command expected at this place (hidden)"
         got = found[index]
-        if got.start != want.offset:
-            return f"Lean elaborated {got.command.label} where leanloop's text has none"
+        if got.start > want.offset:  # the command expected first is missing
+            kind = (want.expected[0] or "command").rsplit(".", 1)[-1]
+            return f"Lean did not elaborate the {kind!r} command expected at this place (hidden)"
+        if got.start < want.offset:
+            return f"Lean elaborated {got.command.label} where no command was expected"
         if not got.command.is_(want.expected):
+            own = (want.expected[1] or "elaborator").rsplit(".", 1)[-1]
             return (
-                f"{got.command.label} was elaborated by {got.command.elaborator}, not by Lean's "
-                f"own {want.expected[1].rsplit('.', 1)[-1]} (a macro or elaborator rewrote it)"
+                f"{got.command.label} was elaborated by {got.command.elaborator}, not by "
+                f"{own} (a macro or elaborator rewrote it)"
             )
     if len(found) > len(expected):
         return f"Lean elaborated {found[len(expected)].command.label}, which leanloop did not send"

@@ -89,16 +89,21 @@ class AuditedCode:
         part of ``name`` — spans offsets ``[start, end)``) with the audit added; ``open_scopes``
         are the namespaces and sections still open at the end of ``text``; ``rest``, the
         commands Lean elaborated in ``text[end:]`` (offsets relative to ``end``), when that
-        text must still read as it did."""
+        text must still read as it did.
+
+        The audit of the name goes after the declaration's last line, so that the text right
+        after the declaration reads as it does in ``text`` (a proof ending in a comment would
+        swallow what follows it on its line there too)."""
         first_line = text.count("\n", 0, start) + 1
         last_line = first_line + text.count("\n", start, max(start, end - 1))
         declared = declared or split_name(escape_name(name))[-1]
-        head = text[:end]
+        split = text.find("\n", end)
+        head = text if split < 0 else text[:split]
         name_line = head.count("\n") + 3
         name_command = f"#print axioms {escape_name(declared)}"
-        after = text[end:].rstrip()
-        body = f"{head}\n\n{name_command}\n{after}".rstrip()
-        rest_start = len(head) + 2 + len(name_command) + 1
+        after = text[len(head) :].rstrip()
+        body = f"{head}\n\n{name_command}{after}".rstrip()
+        shift = 2 + len(name_command)  # text after the declaration's line moves this far
         tail = [
             *closing_commands(open_scopes),
             "set_option pp.fullNames true",
@@ -111,13 +116,16 @@ class AuditedCode:
         offset = len(body) + 2
         for command in tail:
             kind = END if command.startswith("end") else SET_OPTION
-            expected.append(ExpectedCommand(offset, PRINT_AXIOMS if "#print" in command else kind))
+            made = PRINT_AXIOMS if "#print" in command else kind
+            expected.append(ExpectedCommand(offset, made))
             offset += len(command) + 1
-        moved = (
-            tuple(ExpectedCommand(rest_start + c.offset, c.expected) for c in rest)
-            if rest is not None
-            else None
-        )
+        moved = None
+        if rest is not None:
+            places = [end + c.offset for c in rest]
+            moved = tuple(
+                ExpectedCommand(at + (shift if at >= len(head) else 0), c.expected)
+                for at, c in zip(places, rest, strict=True)
+            )
         return cls(
             code,
             name,
@@ -130,7 +138,7 @@ class AuditedCode:
             end,
             tuple(expected),
             moved,
-            (rest_start, len(body)),
+            (end, len(body)),
         )
 
     @classmethod
@@ -202,13 +210,13 @@ def _account(result: CheckResult, audited: AuditedCode) -> tuple[AuditedCode, st
         return located, "Lean's declaration ends after where leanloop read its end"
     if not audited.audits:
         return located, None
+    own = {c.offset for c in audited.expected}
     if audited.rest is None:  # the file's own text after the declaration is not checked
         rest_start, rest_end = audited.rest_span
-        placed = [p for p in placed if not rest_start <= p.start < rest_end]
+        placed = [p for p in placed if p.start in own or not rest_start <= p.start < rest_end]
         expected: tuple[ExpectedCommand, ...] = audited.expected
     else:
-        name_audit, *tail = audited.expected
-        expected = (name_audit, *audited.rest, *tail)
+        expected = tuple(sorted((*audited.expected, *audited.rest), key=lambda c: c.offset))
     problem = sequence_problem(placed, audited.end, len(code) + 1, expected)
     return located, problem or None
 
