@@ -11,7 +11,6 @@ does with a verdict."""
 from __future__ import annotations
 
 import dataclasses
-
 import os
 import stat
 import subprocess

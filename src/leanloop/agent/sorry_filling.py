@@ -311,9 +311,10 @@ class SorryFiller:
         try:
             with self.lease() as server:
                 account = self._original_account(server, path, source)
-                plan = self._plan(theorem, proof, before, source, account=account)
-                if isinstance(plan, FillResult):
-                    return plan
+                settled = self._plan(theorem, proof, before, source, account=account)
+                if isinstance(settled, FillResult):
+                    return settled
+                plan = settled
                 judgement, _ = check_declaration(server, plan.audited, self.policy)
         except LeanError as exc:
             return self._result(theorem, FillStatus.CHECK_FAILED, plan.body, exc.message)
