@@ -285,3 +285,18 @@ def test_subprocesses_can_be_allowed(bwrap_works, lean):
         server.close()
     assert answer["spawn"] == {"subprocess": "done", "fork": "done", "posix_spawn": "done"}
     assert answer["tcp"] != "done" and not (lean["project"] / "escape.txt").exists()
+
+
+def test_doctor_says_whether_the_sandbox_works(tmp_path, monkeypatch):
+    from leanloop.lean.toolchain import diagnose
+
+    monkeypatch.delenv("LEANLOOP_SANDBOX", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap on the PATH
+    check = next(c for c in diagnose().checks if c.name == "sandbox")
+    assert (
+        not check.found and check.required and "bubblewrap (bwrap) is not installed" in check.detail
+    )
+    assert check.fix is not None and "apt install bubblewrap" in check.fix
+    monkeypatch.setenv("LEANLOOP_SANDBOX", "off")
+    check = next(c for c in diagnose().checks if c.name == "sandbox")
+    assert not check.found and not check.required and "turned off" in check.detail

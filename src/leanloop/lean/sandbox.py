@@ -181,6 +181,19 @@ def sandbox_problem(config: SandboxConfig) -> str | None:
     return problem[0] if problem is not None else None
 
 
+def sandbox_problem_hint(config: SandboxConfig) -> str | None:
+    """What to do about ``sandbox_problem(config)``, or None when there is no problem.
+
+    Args:
+        config: The sandbox's configuration.
+
+    Returns:
+        The next step, in one line.
+    """
+    problem = _problem(config)
+    return problem[1] if problem is not None else None
+
+
 def _problem(config: SandboxConfig) -> tuple[str, str] | None:
     """``(what is missing, what to do)``, or None."""
     if not sys.platform.startswith("linux"):
