@@ -272,6 +272,19 @@ def test_the_filter_is_written_for_the_machines_leanloop_knows():
         seccomp_filter("riscv64")
 
 
+def test_the_limits_hold_inside(bwrap_works, lean):
+    limited = CONFIG.model_copy(
+        update={"cpu_seconds": 1234, "file_size_mb": 5, "open_files": 256, "address_space_mb": None}
+    )
+    server = launch(lean, limited)
+    try:
+        limits = server.client.transport.exchange({"cmd": "where"})["limits"]
+    finally:
+        server.close()
+    assert limits["CPU"] == [1234, 1234] and limits["FSIZE"] == [5 << 20, 5 << 20]
+    assert limits["NOFILE"] == [256, 256] and limits["CORE"] == [0, 0]
+
+
 def test_subprocesses_can_be_allowed(bwrap_works, lean):
     """For bv_decide (its SAT solver runs as a process): the filter is left out, the rest of
     the sandbox stays."""

@@ -9,12 +9,14 @@ outcome as "done" or the error: a TCP connection to 127.0.0.1:P; writing each PA
 process by subprocess, os.fork and os.posix_spawn (each started process would write a marker
 file into DIR, default the temporary directory); running a thread; writing a file into the
 temporary directory ($TMPDIR: in the sandbox, its scratch directory). {"cmd": "where"} reports
-its environment, working directory and what it can read of the paths in "read". Any other
+its environment, working directory, resource limits and what it can read of the paths in
+"read". Any other
 request is echoed. Every answer carries "instance", a token of this process.
 """
 
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -97,7 +99,11 @@ def read(path):
 
 def where(request):
     readable = {path: attempt(lambda p=path: read(p)) for path in request.get("read", [])}
-    return {"env": dict(os.environ), "cwd": os.getcwd(), "read": readable}
+    limits = {
+        name: resource.getrlimit(getattr(resource, f"RLIMIT_{name}"))
+        for name in ("CPU", "FSIZE", "NOFILE", "CORE", "AS")
+    }
+    return {"env": dict(os.environ), "cwd": os.getcwd(), "read": readable, "limits": limits}
 
 
 def answer(request):

@@ -104,16 +104,20 @@ class SandboxConfig(BaseModel):
         description="The bubblewrap executable: a name looked up on the PATH, or a path.",
     )
     cpu_seconds: int | None = Field(
-        default=4 * 3600,
+        default=8 * 3600,
         gt=0,
-        description="CPU seconds one process may use in its life (RLIMIT_CPU; None: no limit). "
-        "Each request has its own timeout besides.",
+        description="CPU seconds one process may use in its life (RLIMIT_CPU; None: no limit): "
+        "a backstop for a process nothing else stops, since each request has its own timeout "
+        "and pools replace their processes after a number of uses.",
     )
     file_size_mb: int | None = Field(
         default=1024, gt=0, description="Largest file the process may write (RLIMIT_FSIZE)."
     )
     open_files: int | None = Field(
-        default=4096, gt=0, description="Files the process may hold open (RLIMIT_NOFILE)."
+        default=65536,
+        gt=0,
+        description="Files the process may hold open (RLIMIT_NOFILE, at most the system's hard "
+        "limit).",
     )
     address_space_mb: int | None = Field(
         default=None,
