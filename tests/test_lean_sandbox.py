@@ -101,6 +101,16 @@ def listener():
     server.close()
 
 
+@pytest.fixture
+def unix_listener(tmp_path):
+    """A Unix socket outside the project (as the session bus or the Docker socket are)."""
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(tmp_path / "service.sock"))
+    server.listen(8)
+    yield server
+    server.close()
+
+
 def connected(listener: socket.socket) -> bool:
     """Whether a connection is waiting (the stand-in's attempt has ended before it answered,
     so a connection it made is already queued)."""
@@ -108,18 +118,24 @@ def connected(listener: socket.socket) -> bool:
     return bool(readable)
 
 
-def test_every_escape_fails_and_the_check_still_answers(bwrap_works, lean, listener):
+def test_every_escape_fails_and_the_check_still_answers(bwrap_works, lean, listener, unix_listener):
     home_file = Path.home() / f"leanloop-escape-{uuid.uuid4().hex}.txt"
     outside = [lean["project"] / "escape.txt", lean["tmp"] / "escape.txt", home_file]
     server = launch(lean)
     try:
         transport = server.client.transport
         answer = transport.exchange(
-            {"cmd": "escape", "port": listener.getsockname()[1], "outside": [*map(str, outside)]}
+            {
+                "cmd": "escape",
+                "port": listener.getsockname()[1],
+                "unix": unix_listener.getsockname(),
+                "outside": [*map(str, outside)],
+            }
         )
         scratch = Path(answer["scratch_dir"])
         assert not connected(listener), answer["tcp"]
         assert answer["tcp"] != "done"
+        assert not connected(unix_listener) and answer["unix"] != "done", answer["unix"]
         for path in outside:
             assert not path.exists(), path
             assert answer["outside"][str(path)].startswith("OSError"), answer["outside"]
@@ -138,7 +154,7 @@ def test_every_escape_fails_and_the_check_still_answers(bwrap_works, lean, liste
     assert not scratch.exists()  # removed when the process ended
 
 
-def test_without_the_sandbox_the_same_attempts_succeed(lean, listener, caplog):
+def test_without_the_sandbox_the_same_attempts_succeed(lean, listener, unix_listener, caplog):
     """The control: the checks above see an escape when there is one."""
     markers = lean["tmp"] / "markers"
     markers.mkdir()
@@ -150,6 +166,7 @@ def test_without_the_sandbox_the_same_attempts_succeed(lean, listener, caplog):
             {
                 "cmd": "escape",
                 "port": listener.getsockname()[1],
+                "unix": unix_listener.getsockname(),
                 "outside": [str(outside)],
                 "markers": str(markers),
             }
@@ -157,6 +174,7 @@ def test_without_the_sandbox_the_same_attempts_succeed(lean, listener, caplog):
     finally:
         server.close()
     assert answer["tcp"] == "done" and connected(listener)
+    assert answer["unix"] == "done" and connected(unix_listener)
     assert outside.read_text() == "escaped"
     assert sorted(os.listdir(markers)) == ["fork", "posix_spawn", "subprocess"]
     launch(lean, SandboxConfig(enabled=False)).close()

@@ -4,8 +4,9 @@ framing (JSON + blank line each way), or Pantograph's with --pantograph.
 It exists to test process handling only: its answers report what the process could do and are
 not Lean output; nothing a test learns from it is a proof result.
 
-{"cmd": "escape", "port": P, "outside": [PATH...], "markers": DIR?} tries, and reports each
-outcome as "done" or the error: a TCP connection to 127.0.0.1:P; writing each PATH; starting a
+{"cmd": "escape", "port": P, "unix": SOCKET?, "outside": [PATH...], "markers": DIR?} tries,
+and reports each outcome as "done" or the error: a TCP connection to 127.0.0.1:P; a connection
+to the Unix socket SOCKET; writing each PATH; starting a
 process by subprocess, os.fork and os.posix_spawn (each started process would write a marker
 file into DIR, default the temporary directory); running a thread; writing a file into the
 temporary directory ($TMPDIR: in the sandbox, its scratch directory). {"cmd": "where"} reports
@@ -38,6 +39,12 @@ def attempt(action):
 def connect(port):
     with socket.create_connection(("127.0.0.1", port), timeout=10):
         pass
+
+
+def connect_unix(path):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(10)
+        client.connect(path)
 
 
 def write(path):
@@ -80,6 +87,7 @@ def escape(request):
     scratch = os.path.join(scratch_dir, "inside.txt")
     return {
         "tcp": attempt(lambda: connect(request["port"])),
+        "unix": attempt(lambda: connect_unix(request["unix"])) if "unix" in request else None,
         "outside": {path: attempt(lambda p=path: write(p)) for path in request["outside"]},
         "spawn": {
             "subprocess": attempt(lambda: by_subprocess(markers)),
