@@ -323,6 +323,7 @@ def test_doctor_says_whether_the_sandbox_works(tmp_path, monkeypatch):
 
     monkeypatch.delenv("LEANLOOP_SANDBOX", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no bwrap on the PATH
+    monkeypatch.setattr(sandbox_module, "STANDARD_BWRAP", str(tmp_path / "usr-bin-bwrap"))
     check = next(c for c in diagnose().checks if c.name == "sandbox")
     assert (
         not check.found and check.required and "bubblewrap (bwrap) is not installed" in check.detail

@@ -101,7 +101,8 @@ class SandboxConfig(BaseModel):
     bwrap: str = Field(
         default="bwrap",
         min_length=1,
-        description="The bubblewrap executable: a name looked up on the PATH, or a path.",
+        description="The bubblewrap executable: a name looked up on the PATH (bwrap: then in "
+        "/usr/bin), or a path.",
     )
     cpu_seconds: int | None = Field(
         default=8 * 3600,
@@ -163,10 +164,20 @@ _probe_lock = threading.Lock()
 _opted_out_said: set[str] = set()
 
 
+#: Where distributions install bwrap, for a process whose PATH leaves it out.
+STANDARD_BWRAP = "/usr/bin/bwrap"
+
+
 def _bwrap_path(bwrap: str) -> str | None:
+    def runnable(path: str) -> bool:
+        return os.path.isfile(path) and os.access(path, os.X_OK)
+
     if os.sep in bwrap:
-        return bwrap if os.path.isfile(bwrap) and os.access(bwrap, os.X_OK) else None
-    return shutil.which(bwrap)
+        return bwrap if runnable(bwrap) else None
+    found = shutil.which(bwrap)
+    if found is None and bwrap == "bwrap" and runnable(STANDARD_BWRAP):
+        return STANDARD_BWRAP
+    return found
 
 
 def sandbox_problem(config: SandboxConfig) -> str | None:
