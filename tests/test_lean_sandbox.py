@@ -332,3 +332,62 @@ def test_doctor_says_whether_the_sandbox_works(tmp_path, monkeypatch):
     monkeypatch.setenv("LEANLOOP_SANDBOX", "off")
     check = next(c for c in diagnose().checks if c.name == "sandbox")
     assert not check.found and not check.required and "turned off" in check.detail
+
+
+def _exchange_in_child(lean: dict, results) -> None:
+    server = launch(lean)
+    try:
+        results.put(server.client.transport.exchange({"cmd": "from the child"})["echo"])
+    finally:
+        server.close()
+
+
+def test_a_forked_child_starts_its_own_sandboxes(bwrap_works, lean):
+    """The thread that starts sandboxes is not copied into a forked child (a worker): the
+    child makes its own instead of waiting on one that does not exist."""
+    import multiprocessing
+
+    parent = launch(lean)
+    try:
+        first = parent.client.transport.exchange({"cmd": "where"})
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+        child = context.Process(target=_exchange_in_child, args=(lean, results))
+        child.start()
+        answer = results.get(timeout=120)
+        child.join()
+        again = parent.client.transport.exchange({"cmd": "x"})
+    finally:
+        parent.close()
+    assert answer == {"cmd": "from the child"} and child.exitcode == 0
+    assert again["instance"] == first["instance"]
+
+
+FORK_AND_EXIT = """
+import os, sys, tempfile
+from pathlib import Path
+from leanloop.lean.sandbox import Jail
+jail = Jail(Path(tempfile.mkdtemp(prefix="leanloop-sandbox-")))
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)  # the child ends as a program does, running its exit handlers
+os.waitpid(pid, 0)
+print(jail.scratch.is_dir())
+jail.close()
+print(jail.scratch.is_dir())
+"""
+
+
+def test_a_forked_child_leaves_the_parent_s_scratch_directories_alone():
+    import subprocess
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    result = subprocess.run(
+        [sys.executable, "-c", FORK_AND_EXIT],
+        env={**os.environ, "PYTHONPATH": str(src)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False"]  # kept through the child's exit, then closed

@@ -392,15 +392,21 @@ _LIMITS_SHIM = (
 )
 _spawner: ThreadPoolExecutor | None = None
 _spawner_lock = threading.Lock()
+_jails: weakref.WeakSet[Jail] = weakref.WeakSet()
 
 
-def _forget_spawner() -> None:
-    """In a forked child the spawning thread does not exist: the child makes its own."""
+def _after_fork_in_child() -> None:
+    """In a forked child the spawning thread does not exist (the child makes its own), and the
+    scratch directories are the parent's (the child must not remove them when it exits)."""
     global _spawner, _spawner_lock
     _spawner, _spawner_lock = None, threading.Lock()
+    for jail in list(_jails):
+        jail._finalizer.detach()
+    _jails.clear()
 
 
-os.register_at_fork(after_in_child=_forget_spawner)
+if hasattr(os, "register_at_fork"):  # not on Windows, where there is no sandbox either
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _spawn(argv: list[str], **popen: Any) -> subprocess.Popen:
@@ -429,6 +435,7 @@ class Jail:
     def __init__(self, scratch: Path) -> None:
         self.scratch = scratch
         self._finalizer = weakref.finalize(self, shutil.rmtree, str(scratch), ignore_errors=True)
+        _jails.add(self)
 
     def close(self) -> None:
         """Remove the scratch directory (call once the process has ended)."""
