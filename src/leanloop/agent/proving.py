@@ -415,7 +415,7 @@ def prove_sorries(
 def _launcher(root: Path, config: ProverConfig) -> ReplLauncher:
     from leanloop.lean.launch import ReplLauncher
 
-    return ReplLauncher.for_project(root, timeout=config.tactic_timeout)
+    return ReplLauncher.for_project(root, timeout=config.tactic_timeout, sandbox=config.sandbox)
 
 
 def _worktree_servers(servers: Servers, root: Path) -> WorktreeServers:

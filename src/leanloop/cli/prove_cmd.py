@@ -446,9 +446,13 @@ def lean_launcher(
     try:
         if root is None:
             return require_tools()
-        if timeout is None:
-            timeout = (settings or ProverConfig()).tactic_timeout
-        return ReplLauncher.for_project(root, timeout=timeout, memory_limit_mb=memory_limit_mb)
+        config = settings or ProverConfig()
+        return ReplLauncher.for_project(
+            root,
+            timeout=config.tactic_timeout if timeout is None else timeout,
+            memory_limit_mb=memory_limit_mb,
+            sandbox=config.sandbox,
+        )
     except (ToolchainNotFound, ServerNotFound) as exc:
         hint = "; ".join(h for h in (exc.hint, f"or: {instead}" if instead else None) if h)
         raise LeanloopError(

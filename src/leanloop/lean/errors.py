@@ -34,6 +34,11 @@ class ServerNotFound(LeanError):
     """The Lean REPL or Pantograph executable was not found."""
 
 
+class SandboxUnavailable(LeanError):
+    """The sandbox of Lean processes cannot be set up here (no bubblewrap, no user namespaces,
+    not Linux) and was not turned off; the process is not started."""
+
+
 class BuildFailed(LeanError):
     """``lake build`` of the project failed."""
 

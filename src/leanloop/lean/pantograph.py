@@ -8,6 +8,7 @@ from pathlib import Path
 
 from leanloop.lean.errors import LeanRequestError
 from leanloop.lean.protocol import pantograph as proto
+from leanloop.lean.sandbox import SandboxConfig, prepare_sandbox, unsandboxed_environment
 from leanloop.lean.server import (
     CheckResult,
     LeanMessage,
@@ -70,9 +71,12 @@ class PantographServer(LeanServer):
         memory_limit_mb: float | None = None,
         options: dict | None = None,
         env: dict[str, str] | None = None,
+        sandbox: SandboxConfig | None = None,
     ) -> PantographServer:
         """A Pantograph server whose process starts on the first request, as
-        ``lake env <executable> MODULE...`` in the project.
+        ``<executable> MODULE...`` in the sandbox (see ``leanloop.lean.sandbox``) with the
+        environment of ``lake env`` in the project, or as ``lake env <executable> MODULE...``
+        where the sandbox was turned off.
 
         Args:
             project_root: The Lake project (built) whose environment is loaded.
@@ -85,19 +89,34 @@ class PantographServer(LeanServer):
             memory_limit_mb: Stop the process when it uses more memory than this.
             options: Pantograph options.
             env: Extra environment variables for the process.
+            sandbox: The sandbox's configuration (None: the settings' defaults, on unless
+                ``LEANLOOP_SANDBOX=off``).
 
         Returns:
             The server (no process started yet).
+
+        Raises:
+            SandboxUnavailable: The sandbox is on and cannot be set up here.
         """
+        box = prepare_sandbox(
+            sandbox,
+            root=project_root,
+            lake=lake,
+            env=env,
+            start_timeout=start_timeout,
+            name="Pantograph",
+        )
+        program = [str(executable), *modules]
         transport = ProcessTransport(
-            [str(lake), "env", str(executable), *modules],
+            program if box is not None else [str(lake), "env", *program],
             PantographFraming(),
             cwd=project_root,
-            env=env,
+            env=unsandboxed_environment(env) if box is None else None,
             timeout=timeout,
             start_timeout=start_timeout,
             memory_limit_mb=memory_limit_mb,
             name="Pantograph",
+            sandbox=box,
         )
         return cls(transport, options=options)
 

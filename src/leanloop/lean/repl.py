@@ -10,6 +10,7 @@ from leanloop.lean.account import commands_from_infotree
 from leanloop.lean.elaboration import Elaboration, SorrySite, TacticStep
 from leanloop.lean.errors import LeanRequestError, ProtocolError
 from leanloop.lean.protocol import repl as proto
+from leanloop.lean.sandbox import SandboxConfig, prepare_sandbox, unsandboxed_environment
 from leanloop.lean.server import (
     CheckResult,
     LeanMessage,
@@ -128,9 +129,11 @@ class ReplServer(LeanServer):
         start_timeout: float = 300.0,
         memory_limit_mb: float | None = None,
         env: dict[str, str] | None = None,
+        sandbox: SandboxConfig | None = None,
     ) -> ReplServer:
-        """A REPL server whose process starts on the first request, as ``lake env <repl>`` in
-        the project.
+        """A REPL server whose process starts on the first request, in the sandbox (see
+        ``leanloop.lean.sandbox``) with the environment of ``lake env`` in the project, or as
+        ``lake env <repl>`` where the sandbox was turned off.
 
         Args:
             project_root: The Lake project (built) whose modules the code imports.
@@ -140,19 +143,29 @@ class ReplServer(LeanServer):
             start_timeout: Seconds the process may take to start.
             memory_limit_mb: Stop the process when it uses more memory than this.
             env: Extra environment variables for the process.
+            sandbox: The sandbox's configuration (None: the settings' defaults, on unless
+                ``LEANLOOP_SANDBOX=off``).
 
         Returns:
             The server (no process started yet).
+
+        Raises:
+            SandboxUnavailable: The sandbox is on and cannot be set up here.
         """
+        name = "Lean REPL"
+        box = prepare_sandbox(
+            sandbox, root=project_root, lake=lake, env=env, start_timeout=start_timeout, name=name
+        )
         transport = ProcessTransport(
-            [str(lake), "env", str(repl)],
+            [str(repl)] if box is not None else [str(lake), "env", str(repl)],
             ReplFraming(),
             cwd=project_root,
-            env=env,
+            env=unsandboxed_environment(env) if box is None else None,
             timeout=timeout,
             start_timeout=start_timeout,
             memory_limit_mb=memory_limit_mb,
-            name="Lean REPL",
+            name=name,
+            sandbox=box,
         )
         return cls(transport)
 

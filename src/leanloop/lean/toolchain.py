@@ -233,7 +233,22 @@ def diagnose(
             required=False,
         )
     )
+    report.checks.append(_sandbox_check())
     return report
+
+
+def _sandbox_check() -> Check:
+    """Whether the sandbox of Lean processes can be set up (``leanloop.lean.sandbox``)."""
+    from leanloop.lean.sandbox import SandboxConfig, sandbox_problem, sandbox_problem_hint
+
+    config = SandboxConfig().resolved()
+    if not config.enabled:
+        detail = "turned off (LEANLOOP_SANDBOX=off): the code Lean elaborates has your rights"
+        return Check("sandbox", False, detail, required=False)
+    problem = sandbox_problem(config)
+    if problem is None:
+        return Check("sandbox", True, "bubblewrap works (no network, read-only, no processes)")
+    return Check("sandbox", False, problem, fix=sandbox_problem_hint(config))
 
 
 def require_tools() -> ToolchainReport:

@@ -15,7 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from leanloop.lean.errors import (
     MemoryLimitExceeded,
@@ -26,6 +26,9 @@ from leanloop.lean.errors import (
     ServerStartError,
     excerpt,
 )
+
+if TYPE_CHECKING:
+    from leanloop.lean.sandbox import Jail, Sandbox
 
 _EOF = object()
 
@@ -119,6 +122,9 @@ class ProcessTransport(Transport):
     end of stderr), unreadable output ``ProtocolError``, and a process (with its children) above
     ``memory_limit_mb`` is stopped with ``MemoryLimitExceeded``. After any of these the next
     request starts a fresh process.
+
+    With a ``sandbox`` (``leanloop.lean.sandbox``), each process starts in it, with a scratch
+    directory of its own that is removed when the process is stopped.
     """
 
     def __init__(
@@ -133,6 +139,7 @@ class ProcessTransport(Transport):
         memory_limit_mb: float | None = None,
         name: str = "Lean server",
         poll_interval: float = 0.1,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.argv = [str(a) for a in argv]
         self.framing = framing
@@ -143,6 +150,8 @@ class ProcessTransport(Transport):
         self.memory_limit_mb = memory_limit_mb
         self.name = name
         self.poll_interval = poll_interval
+        self.sandbox = sandbox
+        self._jail: Jail | None = None
         self._starts = 0
         self.peak_memory_mb = 0.0
         self._process: subprocess.Popen | None = None
@@ -174,16 +183,17 @@ class ProcessTransport(Transport):
         self._lines = queue.Queue()
         self._stderr.clear()
         self.framing.reset()
+        pipes: dict[str, Any] = {
+            "stdin": subprocess.PIPE,
+            "stdout": subprocess.PIPE,
+            "stderr": subprocess.PIPE,
+            "start_new_session": os.name == "posix",
+        }
         try:
-            self._process = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=self.cwd,
-                env=self.env,
-                start_new_session=os.name == "posix",
-            )
+            if self.sandbox is not None:
+                self._process, self._jail = self.sandbox.popen(self.argv, **pipes)
+            else:
+                self._process = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, **pipes)
         except FileNotFoundError:
             raise ServerNotFound(
                 f"cannot start the {self.name}: {self.argv[0]} not found",
@@ -249,6 +259,14 @@ class ProcessTransport(Transport):
 
     def _stop(self) -> None:
         process, self._process = self._process, None
+        jail, self._jail = self._jail, None
+        try:
+            self._end(process)
+        finally:
+            if jail is not None:
+                jail.close()
+
+    def _end(self, process: subprocess.Popen | None) -> None:
         if process is None:
             return
         with contextlib.suppress(OSError):

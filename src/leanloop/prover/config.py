@@ -11,6 +11,7 @@ from pydantic import Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
 
 from leanloop.configfile import CONFIG, ConfigBase
+from leanloop.lean.sandbox import SandboxConfig
 
 if TYPE_CHECKING:
     from leanloop.lean.axioms import AxiomPolicy
@@ -134,6 +135,13 @@ class ProverConfig(ConfigBase):
         description="Theorems a worker proves with one Lean server before a new one.",
     )
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved for each Ray worker.")
+    sandbox: SandboxConfig = Field(
+        default_factory=SandboxConfig,
+        description="The sandbox of the Lean processes that check proofs (no network, a "
+        "read-only file system, no new processes, limits; see docs/sandbox.md). On by "
+        "default; 'enabled: false' (or LEANLOOP_SANDBOX=off) turns it off, 'subprocesses: "
+        "true' lets bv_decide run its SAT solver.",
+    )
 
     @property
     def policy_tag(self) -> str:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from leanloop.configfile import read_config_file
 from leanloop.data.prompt import PromptFormat
 from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.lean.sandbox import SandboxConfig
 from leanloop.ml.generation import DecodingOptions
 
 Provider = Literal["hf", "encoder", "openai", "anthropic", "gemini"]
@@ -138,6 +139,12 @@ class LeanConfig(BaseModel):
     )
     memory_limit_mb: float | None = Field(
         default=8192, gt=0, description="Memory per REPL process; one that uses more is stopped."
+    )
+    sandbox: SandboxConfig = Field(
+        default_factory=SandboxConfig,
+        description="The sandbox of the REPL processes (no network, a read-only file system, "
+        "no new processes, limits; see docs/sandbox.md). On by default; 'enabled: false' (or "
+        "LEANLOOP_SANDBOX=off) turns it off.",
     )
 
 

@@ -74,6 +74,7 @@ class Verifier:
                 timeout=lean.timeout,
                 memory_limit_mb=lean.memory_limit_mb,
                 executable=lean.repl,
+                sandbox=lean.sandbox,
             )
         except LeanError as exc:
             raise Unavailable(
