@@ -233,3 +233,62 @@ def test_the_screen_refuses_them_first(name):
     lean = ReadingLean()
     result = check_whole_proofs(lean, Target.of(goal="2 + 2 = 4"), [body], timeout=60)
     assert result.status is AttemptStatus.REFUSED and not lean.checked
+
+
+# -- benchmark sampling through a Kimina Lean Server ----------------------------------------------
+
+
+def kimina_app():
+    """A loopback server speaking Kimina Lean Server's ``/verify`` in its current convention:
+    the stand-in's answers (``lean_reading``) as its wire JSON — message lines counted in the
+    whole code, the infotree's after the imports, as Kimina gives them."""
+    from fastapi import FastAPI
+
+    from leanloop.lean.kimina_positions import Convention, uncounted_lines
+    from tests.audit_standin import infotree_json
+    from tests.lean_reading import lean_reading
+
+    app = FastAPI()
+
+    @app.post("/verify")
+    def verify(body: dict) -> dict:
+        assert body.get("infotree_type") == "full"
+        results = []
+        for item in body["codes"]:
+            code = item["proof"]
+            answer = lean_reading(code)
+            cut = uncounted_lines(code, Convention.AFTER_HEADER)
+            messages = [
+                {
+                    "severity": m.severity,
+                    "pos": {"line": m.line, "column": m.column},
+                    "data": m.text,
+                }
+                for m in answer.messages
+            ]
+            tree = infotree_json(answer.commands, -cut)
+            response = {"messages": messages, "infotree": tree}
+            results.append({"custom_id": item["custom_id"], "error": None, "response": response})
+        return {"results": results}
+
+    return app
+
+
+@pytest.mark.parametrize("name", list(HIDDEN))
+def test_benchmark_mode_on_kimina(blind_screen, tmp_path, name):
+    from leanloop.lean.kimina import KiminaVerifier
+    from tests.serve_support import live_server
+
+    body, word = HIDDEN[name]
+    benchmark = bench(tmp_path)
+    config = BenchmarkConfig(samples=1)
+    with live_server(kimina_app()) as url:
+        verifier = KiminaVerifier(url, retries=0)
+        run = run_benchmark(benchmark, benchmark.problems(), Fixed(body), verifier, config=config)
+        honest = run_benchmark(
+            benchmark, benchmark.problems(), Fixed(HONEST), verifier, config=config, run="honest"
+        )
+        verifier.close()
+    (attempt,) = run.new
+    assert attempt.status is AttemptStatus.REFUSED and word in attempt.error
+    assert [a.status for a in honest.new] == [AttemptStatus.PROVED]
