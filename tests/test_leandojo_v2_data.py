@@ -20,7 +20,7 @@ from leanloop.data.leandojo.format import SCHEMES, SPLITS
 from leanloop.data.records import TheoremStatus, repository_identity
 from leanloop.database import DynamicDatabase
 from leanloop.database.schema import split_assignments
-from leanloop.errors import DatabaseError, DataFormatError
+from leanloop.errors import DatabaseError, DataFormatError, LeanloopError
 from leanloop.prover.config import ProverConfig
 from leanloop.trainer.retrieval_config import TrainingConfig
 from tests.helpers import assert_one_line_error, run_cli
@@ -250,3 +250,22 @@ def test_leandojo_v2_configuration_files_load_field_by_field(v2, name):
         config = ProverConfig.from_yaml(v2 / name)
         for field, value in prover.items():
             assert getattr(config, field) == value, field
+
+
+def test_a_repository_too_small_for_the_default_fractions_exports_with_a_warning(v2, tmp_path):
+    """LeanDojo-v2's example repository holds one proven theorem: the default val/test
+    fractions round to none, which a trainer's first curriculum step must accept (LeanDojo-v2
+    left them empty); sizes given explicitly are still refused."""
+    from leanloop.database import SplitConfig
+
+    db = DynamicDatabase(tmp_path / "lean.db", json_path=v2 / "dynamic_database.json")
+    small = next(r for r in db.get_repositories() if r.name == "durant42040/lean4-example")
+    proven = len(db.get_theorems(small, status="proven"))
+    with pytest.raises(LeanloopError, match="leave val and test of 'random' empty"):
+        db.export_merged_data([small], tmp_path / "given", split_config=SplitConfig())
+    report = db.export_merged_data([small], tmp_path / "default")
+    assert report.split_sizes["random"] == {"train": proven, "val": 0, "test": 0}
+    assert any("too few for val=0.1, test=0.1" in w for w in report.warnings)
+    # the theorems added later fill val and test
+    grown = db.export_merged_data(db.get_repositories(), tmp_path / "both")
+    assert grown.split_sizes["random"]["val"] > 0 and grown.split_sizes["random"]["test"] > 0
