@@ -105,7 +105,7 @@ class DynamicDatabase:
         path = Path(file_path).expanduser()
         if not path.is_file():
             raise DataFormatError(path, "no such file", hint="give LeanDojo-v2's database file")
-        return cls(url, json_path=path)
+        return cls(url=url, json_path=path)
 
     def __repr__(self) -> str:
         return f"DynamicDatabase({self.description!r})"
