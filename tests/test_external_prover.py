@@ -22,7 +22,7 @@ from leanloop.prover.recorded import RecordedGenerator
 from leanloop.prover.replay import ReplayServer
 from leanloop.prover.whole import WHOLE_PROOF_SYSTEM_PROMPT
 from tests.helpers import sample_theorems
-from tests.test_search_repl import Audited, Judged, Recorded, script
+from tests.test_search_repl import Accounted, Audited, Judged, Recorded, script
 
 KEY = "sk-leanloop-test-4f1c9"
 
@@ -170,7 +170,7 @@ def test_against_the_repl_s_recorded_answers(endpoint, key, transcripts):
     assert list(result.proof) == [r["tactic"] for r in transcript["requests"] if "tactic" in r]
     # a whole proof, accepted by the REPL's recorded verdict
     endpoint.script = {"example : True := by": ['```lean\ntrace "!"\ntrivial\n```']}
-    whole = prover.prove_whole(ReplServer(Audited(transcripts["trace_simp"])), goal="True")
+    whole = prover.prove_whole(Accounted(Audited(transcripts["trace_simp"])), goal="True")
     assert whole.status is AttemptStatus.PROVED and whole.proof == ('trace "!"\ntrivial',)
 
 
@@ -245,3 +245,31 @@ def test_the_key_is_checked_at_construction_and_never_kept(endpoint, key, monkey
     assert endpoint.headers[-1]["authorization"] != f"Bearer {KEY}"
     with pytest.raises(LeanloopError, match="timeout"):
         external(endpoint, None, timeout=0)
+
+
+def test_a_hub_model_is_asked_at_hugging_face_s_router_with_hf_token(endpoint, traced, monkeypatch):
+    """LeanDojo-v2's default provider: a hub name without base_url goes to Hugging Face's router,
+    with HF_TOKEN (read through Settings) as its key; an explicit endpoint keeps OPENAI_API_KEY."""
+    from leanloop.prover import external as module
+    from leanloop.settings import Settings
+
+    model = "deepseek-ai/DeepSeek-Prover-V2-671B:novita"
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(LeanloopError, match=r"\$HF_TOKEN is not set"):
+        ExternalProver(model)
+    monkeypatch.setenv("HF_TOKEN", "hf_leanloop_test")
+    assert Settings.from_env().hf_token == "hf_leanloop_test"
+    real = ExternalProver(model)
+    assert (real.base_url, real.api_key_env) == (module.HF_ROUTER_URL, "HF_TOKEN")
+    assert module.resolve_endpoint("gpt-4o-mini", None, "auto") == (None, "OPENAI_API_KEY")
+    assert module.resolve_endpoint(model, endpoint.url, "auto") == (endpoint.url, "OPENAI_API_KEY")
+
+    # the router stood in for by the local endpoint: the request carries HF_TOKEN's value
+    monkeypatch.setattr(module, "HF_ROUTER_URL", endpoint.url)
+    prover = ExternalProver(model, timeout=5.0, max_retries=0, config={"num_sampled_tactics": 4})
+    assert prover.base_url == endpoint.url and prover.api_key_env == "HF_TOKEN"
+    result = prover.search(ReplayServer(traced), theorem=traced[0])
+    assert result.status is AttemptStatus.REPLAYED
+    assert endpoint.headers[0]["authorization"] == "Bearer hf_leanloop_test"
+    assert endpoint.requests[0]["model"] == model
+    assert "hf_leanloop_test" not in repr(vars(prover))

@@ -121,7 +121,8 @@ def test_scorer_reproduces_the_reported_error(trained, rows_path, monkeypatch):
     items = [(r.goal, r.prefix, r.tactic) for r in evaluation]
     predicted = scorer.predict_batch(items)
     assert len(predicted) == len(evaluation) and all(p >= 0 for p in predicted)
-    assert scorer.predict(*items[3]) == pytest.approx(predicted[3], abs=1e-4)
+    goal, prefix, tactic = items[3]
+    assert scorer.predict(goal, tactic, prefix) == pytest.approx(predicted[3], abs=1e-4)
     raw = torch.tensor(predicted)
     actual = torch.tensor([float(r.steps_remaining) for r in evaluation])
     # predictions are clipped at 0 steps, which can only reduce the error
@@ -309,7 +310,7 @@ def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp
 
     goal, tactic = rows[0].goal, rows[0].tactic
     direct = ProgressScorer(out)
-    value = direct.predict(goal, "", tactic)
+    value = direct.predict(goal, tactic, "")
     assert isinstance(value, float) and math.isfinite(value) and value >= 0
     # the prediction is the raw output in steps (de-standardised), clipped at 0
     encoded = direct.tokenizer([progress_text(goal, "", tactic)], return_tensors="pt")
@@ -321,7 +322,7 @@ def test_from_database_trains_a_model_the_scorer_loads(two_repo_db, encoder, tmp
     monkeypatch.setenv(MODEL_ENV, str(out))
     from_env = ProgressScorer()
     assert from_env.path == out
-    assert from_env.predict(goal, "", tactic) == pytest.approx(value, abs=1e-5)
+    assert from_env.predict(goal, tactic, "") == pytest.approx(value, abs=1e-5)
     batch = from_env.predict_batch([(r.goal, r.prefix, r.tactic) for r in rows])
     assert len(batch) == other_steps and all(math.isfinite(v) and v >= 0 for v in batch)
     assert len({round(v, 4) for v in batch}) > 1  # the prediction depends on the input

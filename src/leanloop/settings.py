@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         elan_home: ``ELAN_HOME``: where elan keeps toolchains (default ``~/.elan``).
         github_token: ``GITHUB_TOKEN``, or ``GITHUB_ACCESS_TOKEN`` when that one is unset:
             only for private clones.
+        hf_token: ``HF_TOKEN``: the key of Hugging Face's router (Inference Providers), which
+            ``ExternalProver`` uses for hub model names, as LeanDojo-v2 does.
+        compat_quiet: ``LEANLOOP_COMPAT_QUIET``: true (``1``, ``true``, ``yes`` or ``on``)
+            silences the one line the LeanDojo-v2 compatibility package writes about where
+            leanloop differs.
         hub_offline: ``HF_HUB_OFFLINE``: true (``1``, ``true``, ``yes`` or ``on``, as the
             Hugging Face libraries read it) when the model hub must not be contacted.
         threads: ``OMP_NUM_THREADS``: how many CPU threads torch uses when a caller asks for
@@ -130,6 +135,8 @@ class Settings(BaseSettings):
     github_token: str | None = Field(
         default=None, validation_alias=AliasChoices("GITHUB_TOKEN", "GITHUB_ACCESS_TOKEN")
     )
+    hf_token: str | None = Field(default=None, validation_alias="HF_TOKEN")
+    compat_quiet: bool = Field(default=False, validation_alias="LEANLOOP_COMPAT_QUIET")
     hub_offline: bool = Field(default=False, validation_alias="HF_HUB_OFFLINE")
     threads: int | None = Field(default=None, ge=0, validation_alias="OMP_NUM_THREADS")
     sandbox: bool = Field(default=True, validation_alias="LEANLOOP_SANDBOX")
@@ -171,7 +178,7 @@ class Settings(BaseSettings):
     def _lower(cls, value: str | None) -> str | None:
         return value.lower() if value else None
 
-    @field_validator("hub_offline", mode="before")
+    @field_validator("hub_offline", "compat_quiet", mode="before")
     @classmethod
     def _truthy(cls, value: Any) -> Any:
         return value.strip().lower() in _TRUE if isinstance(value, str) else value

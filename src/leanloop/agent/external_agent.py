@@ -15,15 +15,19 @@ from leanloop.prover.external import ExternalProver
 
 class ExternalAgent(BaseAgent):
     """``ExternalAgent(model_name=..., base_url=...)``: ``prove()`` asks the model at
-    ``base_url`` (None: OpenAI's endpoint) for tactics, or whole proofs with
-    ``prove(whole_proof=True)``; the API key is read from the environment variable
-    ``api_key_env`` (None: send none, for a local server). ``train()`` and ``evaluate()``
+    ``base_url`` (None: Hugging Face's router for a hub name such as
+    ``deepseek-ai/DeepSeek-Prover-V2-671B:novita``, else OpenAI's endpoint) for tactics, or
+    whole proofs with ``prove(whole_proof=True)``; the API key is read from the environment
+    variable ``api_key_env`` (``auto``: ``HF_TOKEN`` for Hugging Face's router, else
+    ``OPENAI_API_KEY``; None: send none, for a local server). ``train()`` and ``evaluate()``
     say that there is nothing to train. See ``BaseAgent`` for the other arguments.
 
     Args:
         model_name: The model's name at the endpoint.
-        base_url: The OpenAI-compatible endpoint; None for OpenAI's.
-        api_key_env: The environment variable holding the API key; None sends none.
+        base_url: The OpenAI-compatible endpoint; None for Hugging Face's router (a hub model
+            name) or OpenAI's.
+        api_key_env: The environment variable holding the API key (``auto``: from the
+            endpoint); None sends none.
         database_path: A SQLite file, a ``postgresql://`` URL, an open ``DynamicDatabase``,
             or None for the default database.
         prover_config: The search budgets of ``prove()``.
@@ -34,7 +38,7 @@ class ExternalAgent(BaseAgent):
         self,
         model_name: str = "gpt-4o-mini",
         base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | None = "auto",
         database_path: str | os.PathLike | DynamicDatabase | None = None,
         *,
         prover_config: ProverConfig | Mapping[str, Any] | str | os.PathLike | None = None,

@@ -209,7 +209,7 @@ class SorryReport(BaseModel):
         counts = self.counts
         bars = left.bar(list(counts), list(counts.values()), color="tab:blue")
         left.bar_label(bars, labels=[count_of(n, len(self.rows)) for n in counts.values()])
-        left.set_ylim(0, max(1, *counts.values()) * 1.2)
+        left.set_ylim(0, max([1, *counts.values()]) * 1.2)
         left.set_xlabel("outcome")
         left.set_ylabel("theorems")
         left.set_title(f"{plural(len(self.rows), 'theorem')} by outcome")

@@ -34,8 +34,9 @@ def import_(
     source: str | None = typer.Argument(
         None,
         metavar="SOURCE",
-        help="A LeanDojo-format directory or split file, or a benchmark (.jsonl, .lean) "
-        "(or 'source' in --config).",
+        help="A LeanDojo-format directory or split file, LeanDojo-v2's database file "
+        "(dynamic_database.json) or export, or a benchmark (.jsonl, .lean) (or 'source' in "
+        "--config).",
         show_default=False,
     ),
     db: str | None = DB_OPTION,
@@ -47,17 +48,20 @@ def import_(
     ),
     config: Path | None = CONFIG_OPTION,
 ) -> None:
-    """Import a dataset into the database: LeanDojo-format (or part of one), or a benchmark."""
+    """Import a dataset into the database: LeanDojo-format (or part of one), LeanDojo-v2's
+    database file or export, or a benchmark; the format is detected and named."""
     s = command_settings(
         config,
         {"source": (str | None, None), "db": (str | None, None), "keep_splits": (bool, False)},
         {"source": source, "db": db, "keep_splits": keep_splits},
     )
-    if not s.source:
-        from leanloop.errors import LeanloopError
+    from leanloop.database.leandojo_v2 import dataset_format
+    from leanloop.errors import DataFormatError, LeanloopError
 
+    if not s.source:
         raise LeanloopError("no dataset to import", hint="give SOURCE, or 'source' in --config")
     path = existing_path(s.source, "source")
+    kind = dataset_format(path)  # a .json object of no known format is refused here
     database = open_database(s.db)
     # an import is one transaction: stopped, it leaves the database as it was
     stopped = (
@@ -65,9 +69,15 @@ def import_(
         f"database is as it was); run the same command again to import it"
     )
     with on_interrupt(lambda: stopped), progress_bar(f"importing {path.name}") as update:
-        counts = database.import_dataset(path, keep_splits=s.keep_splits, progress=update)
+        try:
+            counts = database.import_dataset(path, keep_splits=s.keep_splits, progress=update)
+        except DataFormatError as exc:
+            read_as = f"{path.name} was read as {kind}"
+            raise LeanloopError(
+                exc.message, hint=f"{read_as}; {exc.hint}" if exc.hint else read_as
+            ) from None
     console.print(
-        f"imported into {database.description}: "
+        f"imported {kind} into {database.description}: "
         f"{plural(counts.theorems_added, 'theorem')} ({counts.theorems_skipped} already present), "
         f"{plural(counts.tactics_added, 'tactic')}, {plural(counts.files_added, 'file')}, "
         f"{plural(counts.premises_added, 'premise')}, "

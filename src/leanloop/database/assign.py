@@ -153,9 +153,13 @@ class Assignment:
     warnings: list[str] = field(default_factory=list)
 
 
-def _check_sizes(scheme: str, assigned: dict[str, str], config: SplitConfig) -> str | None:
+def _check_sizes(
+    scheme: str, assigned: dict[str, str], config: SplitConfig, *, given: bool = True
+) -> str | None:
     """Refuse settings that leave train, or a split asked for, without theorems; for
-    ``novel_premises`` an empty val/test (too few premises to hold out) is only a warning."""
+    ``novel_premises`` an empty val/test (too few premises to hold out) is only a warning, and
+    so it is when no settings were ``given`` and the default fractions of a few theorems round
+    to none (a trainer's first repository may be that small; LeanDojo-v2 left them empty)."""
     counts = Counter(assigned.values())
     total = len(assigned)
     empty = [
@@ -167,6 +171,12 @@ def _check_sizes(scheme: str, assigned: dict[str, str], config: SplitConfig) -> 
         return (
             f"{scheme}: {' and '.join(empty)} got no theorem: too few theorems use premises "
             "that no other theorem uses"
+        )
+    held_out = empty and "train" not in empty
+    if held_out and not given and all(isinstance(getattr(config, n), float) for n in empty):
+        return (
+            f"{scheme}: {' and '.join(empty)} got no theorem: {plural(total, 'theorem')} are too "
+            f"few for val={config.val}, test={config.test} (theorems added later fill them)"
         )
     if empty:
         raise LeanloopError(
@@ -239,7 +249,7 @@ def assign_splits(
             new = assign_novel_premises(premises, old, effective)
         assigned = {**old, **new}
         if new:
-            warning = _check_sizes(scheme, assigned, effective)
+            warning = _check_sizes(scheme, assigned, effective, given=config is not None)
             if warning:
                 result.warnings.append(warning)
             if origin is None:

@@ -25,13 +25,18 @@ from leanloop.database.assign import assign_splits, forget_split_settings
 from leanloop.database.bulk import without_cycle_collection
 from leanloop.database.export import ExportReport, export_merged
 from leanloop.database.ingest import IngestCounts
+from leanloop.database.leandojo_v2 import (
+    LEANDOJO_V2_DATABASE,
+    dataset_format,
+    import_leandojo_v2_database,
+)
 from leanloop.database.loader import TraceReport, add_records, import_dataset
 from leanloop.database.queries import RepositoryLike
 from leanloop.database.schema import repositories as repository_table
 from leanloop.database.schema import split_assignments, theorems
 from leanloop.database.splits import SplitConfig
 from leanloop.database.stats import Curriculum, DatabaseStats, collect_stats, curriculum
-from leanloop.errors import LeanloopError
+from leanloop.errors import DataFormatError, LeanloopError
 
 Progress = Callable[[int, int | None], None]
 
@@ -44,23 +49,63 @@ class DynamicDatabase:
     a PostgreSQL database. Opening never changes anything: tables are created by the first write,
     and every write is one transaction that either fully happens or leaves no trace.
 
+    ``DynamicDatabase(json_path="dynamic_database.json")`` is LeanDojo-v2's form: the
+    repositories of that LeanDojo-v2 database file are imported into this database (``url``, by
+    default the default one), what is stored already being skipped. The file is only read:
+    unlike LeanDojo-v2, which emptied it whenever a database was made, nothing is ever wiped.
+
     Args:
         url: A SQLite file path (``~`` is expanded), a ``sqlite://`` or ``postgresql://`` URL,
             or None for ``Settings.default_database`` (``$LEANLOOP_DB``, else ``leanloop.db``
             in the user's data directory).
+        json_path: A LeanDojo-v2 database file (``DynamicDatabase.to_json``) to import; one
+            that does not exist imports nothing.
 
     Raises:
         DatabaseError: ``url`` is empty, not a URL of SQLite or PostgreSQL, or its driver is
             not installed.
+        DataFormatError: ``json_path`` is not a LeanDojo-v2 database (naming the file and
+            field).
     """
 
-    def __init__(self, url: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        url: str | os.PathLike[str] | None = None,
+        *,
+        json_path: str | os.PathLike[str] | None = None,
+    ) -> None:
         if url is None:
             from leanloop.settings import Settings
 
             url = Settings.from_env().default_database
         self.url = engines.resolve_url(url)
         self._access = DatabaseAccess(self.url)
+        #: LeanDojo-v2's attribute: the database file imported (None when none was given)
+        self.json_path = Path(json_path).expanduser() if json_path is not None else None
+        if self.json_path is not None and self.json_path.exists():
+            self.import_dataset(self.json_path)
+
+    @classmethod
+    def from_json(
+        cls, file_path: str | os.PathLike[str], url: str | os.PathLike[str] | None = None
+    ) -> DynamicDatabase:
+        """LeanDojo-v2's ``DynamicDatabase.from_json``: a database (``url``, by default the
+        default one) holding the repositories of a LeanDojo-v2 database file.
+
+        Args:
+            file_path: The LeanDojo-v2 database file (``dynamic_database.json``).
+            url: The database to import it into (None: the default database).
+
+        Returns:
+            The database, the file's repositories imported.
+
+        Raises:
+            DataFormatError: The file does not exist or is not a LeanDojo-v2 database.
+        """
+        path = Path(file_path).expanduser()
+        if not path.is_file():
+            raise DataFormatError(path, "no such file", hint="give LeanDojo-v2's database file")
+        return cls(url=url, json_path=path)
 
     def __repr__(self) -> str:
         return f"DynamicDatabase({self.description!r})"
@@ -151,8 +196,12 @@ class DynamicDatabase:
         batch_size: int = 1000,
     ) -> IngestCounts:
         """Import a dataset in any format ``data.open_dataset`` reads: a LeanDojo-format one (a
-        directory, part of one, or one split file) or a benchmark of statements (``.jsonl``,
-        ``.lean``: a repository of its own, its theorems open sorries).
+        directory, part of one, or one split file; LeanDojo-v2's exports, whose
+        ``metadata.json`` lists ``repositories``, with each repository's Lean version and its
+        corpus files on their own repositories) or a benchmark of statements (``.jsonl``,
+        ``.lean``: a repository of its own, its theorems open sorries); or LeanDojo-v2's
+        database file (``dynamic_database.json``: every repository with its theorems, premise
+        files and traced files).
 
         With ``keep_splits`` a LeanDojo dataset's own train/val/test labels become the theorems'
         splits (unless a theorem already has one); otherwise splits are assigned at export time.
@@ -168,9 +217,16 @@ class DynamicDatabase:
             How many records were added and how many were already there.
 
         Raises:
-            DataFormatError: The dataset is malformed; the message names the file, line and
-                field. Nothing of it is stored then.
+            DataFormatError: The dataset is malformed, or a ``.json`` file is neither a split
+                file nor a LeanDojo-v2 database; the message names the file, line and field.
+                Nothing of it is stored then.
         """
+        path = Path(path).expanduser()
+        if dataset_format(path) == LEANDOJO_V2_DATABASE:
+            with without_cycle_collection(), self.transaction() as conn:
+                return import_leandojo_v2_database(
+                    conn, path, progress=progress, batch_size=batch_size
+                )
         dataset = open_dataset(path)
         with without_cycle_collection(), self.transaction() as conn:
             return import_dataset(  # the loader's, not this method

@@ -44,6 +44,15 @@ def resolve_url(target: str | os.PathLike[str]) -> URL:
         )
     if "://" not in text:
         path = Path(text).expanduser().absolute()
+        if path.suffix == ".json":
+            from leanloop.database.leandojo_v2 import is_leandojo_v2_database
+
+            if is_leandojo_v2_database(path):
+                raise DatabaseError(
+                    f"{path} is a LeanDojo-v2 database file, not a database leanloop stores in",
+                    hint="DynamicDatabase(json_path=...) or 'leanloop db import' imports it into "
+                    "a SQLite or PostgreSQL database",
+                )
         return URL.create("sqlite", database=str(path))  # a path as it is: '?' and '%' too
     try:
         url = make_url(text)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from leanloop.errors import LeanloopError
@@ -28,7 +28,16 @@ def progress_text(goal: str, prefix: str | None, tactic: str) -> str:
     return "\n".join(parts)
 
 
-def _model_directory(model_path: str | os.PathLike | None) -> Path:
+def leandojo_v2_text(goal: str, prefix: str | None, tactic: str) -> str:
+    """What a progress model trained by LeanDojo-v2 (its ``ProgressTrainer`` or
+    ``train_steps_model``) reads: ``Goal:``, ``Prefix:`` and ``Candidate tactic:`` sections, a
+    missing prefix empty."""
+    return f"Goal:\n{goal}\n\nPrefix:\n{prefix or ''}\n\nCandidate tactic:\n{tactic}"
+
+
+def _model_directory(model_path: str | os.PathLike | None) -> tuple[Path, bool]:
+    """The model's directory, and whether LeanDojo-v2 trained it (a regression head without
+    leanloop's target scaling: it predicts steps as they are, from ``leandojo_v2_text``)."""
     if model_path is None:
         from leanloop.settings import Settings
 
@@ -53,16 +62,33 @@ def _model_directory(model_path: str | os.PathLike | None) -> Path:
             hint="point to the output directory of ProgressTrainer.train()",
         )
     data = json.loads(config.read_text())
-    if data.get("problem_type") != "regression" or MEAN_KEY not in data:
+    if data.get("problem_type") != "regression" or len(data.get("id2label") or {0: 0}) != 1:
         raise LeanloopError(
             f"{path} holds a model that is not a progress regressor",
             hint="train one with ProgressTrainer",
         )
-    return path
+    return path, MEAN_KEY not in data
 
 
 class ProgressScorer:
-    """Predicts the number of steps remaining after ``tactic`` is applied to ``goal``."""
+    """Predicts the number of steps remaining after ``tactic`` is applied to ``goal``, with a
+    model trained by ``ProgressTrainer`` or by LeanDojo-v2 (its ``ProgressTrainer`` or
+    ``train_steps_model``: read with LeanDojo-v2's text and unscaled output).
+
+    Args:
+        model_path: The model's directory (None: ``$LEANPROGRESS_MODEL``).
+        device: ``cpu``, ``cuda``...; None or ``auto`` for the accelerator there is.
+        batch_size: Texts scored per forward pass.
+        max_length: Tokens a text keeps (default: the limit the model was trained with, else
+            512).
+        model_name: LeanDojo-v2's name for ``model_path`` (give one of the two).
+        template: LeanDojo-v2's text template with ``{goal}``, ``{prefix}`` and ``{tactic}``
+            (None: the text the model was trained on).
+
+    Raises:
+        LeanloopError: No model is given and ``$LEANPROGRESS_MODEL`` is not set, or the
+            directory holds no progress regressor.
+    """
 
     def __init__(
         self,
@@ -71,19 +97,32 @@ class ProgressScorer:
         device: str | None = None,
         batch_size: int = 32,
         max_length: int | None = None,
+        model_name: str | os.PathLike | None = None,
+        template: str | None = None,
     ) -> None:
-        """``max_length`` defaults to the token limit the model was trained with (texts are cut
-        as in training), else 512."""
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         from leanloop.ml.device import detect_hardware
         from leanloop.ml.pretrained import load_pretrained
 
-        self.path = _model_directory(model_path)
+        if model_name is not None and model_path is not None:
+            raise LeanloopError("give model_path or model_name (LeanDojo-v2's name), not both")
+        self.path, self.leandojo_v2 = _model_directory(
+            model_path if model_name is None else model_name
+        )
+        self.text: Callable[[str, str | None, str], str]
+        if template is not None:
+            self.text = _template_text(template)
+        elif self.leandojo_v2:  # LeanDojo-v2's scorer strips the text it renders
+            self.text = lambda goal, prefix, tactic: leandojo_v2_text(goal, prefix, tactic).strip()
+        else:
+            self.text = progress_text
         self.tokenizer = load_pretrained(AutoTokenizer, self.path)
         self.model = load_pretrained(AutoModelForSequenceClassification, self.path)
-        self.device = torch.device(device or detect_hardware().device)
+        self.device = torch.device(
+            detect_hardware().device if device in (None, "", "auto") else device
+        )
         self.model.to(self.device).eval()
         self.mean = float(getattr(self.model.config, MEAN_KEY, 0.0))
         self.std = float(getattr(self.model.config, STD_KEY, 1.0)) or 1.0
@@ -93,15 +132,35 @@ class ProgressScorer:
         limit = getattr(self.model.config, "max_position_embeddings", None) or max_length
         self.max_length = min(max_length, int(limit))
 
-    def predict(self, goal: str, prefix: str | None, tactic: str) -> float:
-        """Steps expected to remain after ``tactic`` (never negative)."""
+    def predict(self, goal: str, tactic: str, prefix: str | None = None) -> float:
+        """Steps expected to remain after ``tactic`` is applied to ``goal`` (never negative).
+
+        The order is LeanDojo-v2's, ``predict(goal, tactic, prefix)``, so that its positional
+        calls read as they were meant; ``predict_batch`` takes ``(goal, prefix, tactic)``
+        triples.
+
+        Args:
+            goal: The proof state.
+            tactic: The candidate tactic.
+            prefix: The proof's tactics before it (None or empty: none).
+
+        Returns:
+            The predicted steps remaining (``inf`` when the model's output is not a number).
+        """
         return self.predict_batch([(goal, prefix, tactic)])[0]
 
     def predict_batch(self, items: Sequence[tuple[str, str | None, str]]) -> list[float]:
-        """``predict`` for many ``(goal, prefix, tactic)`` triples, ``batch_size`` at a time."""
+        """``predict`` for many ``(goal, prefix, tactic)`` triples, ``batch_size`` at a time.
+
+        Args:
+            items: ``(goal, prefix, tactic)`` triples.
+
+        Returns:
+            The predicted steps remaining of each, in order.
+        """
         import torch
 
-        texts = [progress_text(goal, prefix, tactic) for goal, prefix, tactic in items]
+        texts = [self.text(goal, prefix, tactic) for goal, prefix, tactic in items]
         results: list[float] = []
         for start in range(0, len(texts), self.batch_size):
             encoded = self.tokenizer(
@@ -119,6 +178,15 @@ class ProgressScorer:
 
 #: LeanDojo-v2's name for the scorer.
 LeanProgressScorer = ProgressScorer
+
+
+def _template_text(template: str) -> Callable[[str, str | None, str], str]:
+    """The text function of a LeanDojo-v2 template (``{goal}``, ``{prefix}``, ``{tactic}``)."""
+
+    def text(goal: str, prefix: str | None, tactic: str) -> str:
+        return template.format(goal=goal, prefix=prefix or "", tactic=tactic).strip()
+
+    return text
 
 
 def _steps(value: float) -> float:

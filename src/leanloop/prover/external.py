@@ -125,11 +125,48 @@ def _feedback_text(failures: Sequence[Failure]) -> str:
     return "\n\nThese tactics failed on this state:\n" + "\n".join(lines)
 
 
+#: Hugging Face's OpenAI-compatible router (Inference Providers): LeanDojo-v2's default
+#: endpoint. Its models are hub names, optionally with a provider
+#: (``deepseek-ai/DeepSeek-Prover-V2-671B:novita``); its key is ``HF_TOKEN``.
+HF_ROUTER_URL = "https://router.huggingface.co/v1"
+HF_TOKEN_ENV = "HF_TOKEN"
+#: ``api_key_env``'s default: ``HF_TOKEN`` for Hugging Face's router, else ``OPENAI_API_KEY``.
+AUTO_KEY = "auto"
+
+
+def resolve_endpoint(
+    model_name: str, base_url: str | None, api_key_env: str | None
+) -> tuple[str | None, str | None]:
+    """The endpoint and the key's variable of a model: without ``base_url``, a hub name
+    (``owner/model``, as LeanDojo-v2 names models) is asked at Hugging Face's router and any
+    other name at OpenAI's endpoint (None); ``api_key_env="auto"`` is ``HF_TOKEN`` for the
+    router and ``OPENAI_API_KEY`` otherwise.
+
+    Args:
+        model_name: The model's name at the endpoint.
+        base_url: The endpoint given (None: chosen from the name).
+        api_key_env: The key's variable given (``auto``: chosen from the endpoint).
+
+    Returns:
+        The endpoint (None: OpenAI's) and the key's variable (None: send none).
+    """
+    if base_url is None and "/" in model_name:
+        base_url = HF_ROUTER_URL
+    if api_key_env == AUTO_KEY:
+        router = base_url is not None and base_url.rstrip("/") == HF_ROUTER_URL
+        api_key_env = HF_TOKEN_ENV if router else "OPENAI_API_KEY"
+    return base_url, api_key_env
+
+
 def api_key_from(variable: str | None) -> str | None:
-    """The API key in ``$variable`` (never shown); a clear error when it is not set."""
+    """The API key in ``$variable`` (never shown; ``HF_TOKEN`` is ``Settings.hf_token``); a
+    clear error when it is not set."""
     if variable is None:
         return None
-    key = Settings.variable(variable)
+    if variable == HF_TOKEN_ENV:
+        key = Settings.from_env().hf_token
+    else:
+        key = Settings.variable(variable)
     if key is None:
         raise LeanloopError(
             f"ExternalProver: the API key variable ${variable} is not set",
@@ -142,17 +179,21 @@ def api_key_from(variable: str | None) -> str | None:
 class ExternalProver(BaseProver):
     """A prover whose model is behind an OpenAI-compatible chat-completions endpoint.
 
-    ``base_url`` is the endpoint (None: OpenAI's); the API key is read from the environment
-    variable ``api_key_env`` (None: send none, for a local server) when the prover is built and
-    again where it is used, never stored. Each request waits ``timeout`` seconds at most and is
-    retried ``max_retries`` times on a connection error, a timeout or a 5xx answer. Replies are
-    read with the shared prompt format; ``logprobs`` asks for log-probabilities to rank them.
+    ``base_url`` is the endpoint (None: Hugging Face's router for a hub name such as
+    ``deepseek-ai/DeepSeek-Prover-V2-671B:novita``, LeanDojo-v2's default, else OpenAI's); the
+    API key is read from the environment variable ``api_key_env`` (``auto``: ``HF_TOKEN`` for
+    Hugging Face's router, else ``OPENAI_API_KEY``; None: send none, for a local server) when
+    the prover is built and again where it is used, never stored. Each request waits
+    ``timeout`` seconds at most and is retried ``max_retries`` times on a connection error, a
+    timeout or a 5xx answer. Replies are read with the shared prompt format; ``logprobs`` asks
+    for log-probabilities to rank them.
 
     Args:
         model_name: The model's name at the endpoint.
         base_url: The endpoint (e.g. ``http://localhost:8000/v1`` for ``vllm serve``); None
-            for OpenAI's.
-        api_key_env: The environment variable holding the API key; None sends none.
+            for Hugging Face's router (a hub name) or OpenAI's (any other name).
+        api_key_env: The environment variable holding the API key (``auto``: ``HF_TOKEN`` for
+            Hugging Face's router, else ``OPENAI_API_KEY``); None sends none.
         timeout: Seconds a request may take.
         max_retries: Retries of a request after a connection error, a timeout or a 5xx
             answer.
@@ -172,7 +213,7 @@ class ExternalProver(BaseProver):
         self,
         model_name: str = "gpt-4o-mini",
         base_url: str | None = None,
-        api_key_env: str | None = "OPENAI_API_KEY",
+        api_key_env: str | None = AUTO_KEY,
         *,
         timeout: float = 60.0,
         max_retries: int = 2,
@@ -188,6 +229,7 @@ class ExternalProver(BaseProver):
                 f"ExternalProver: timeout={timeout}, max_retries={max_retries}: the timeout must "
                 "be positive and the retries at least 0"
             )
+        base_url, api_key_env = resolve_endpoint(model_name, base_url, api_key_env)
         api_key_from(api_key_env)  # a missing key is an error now, not in a worker
         self.model_name = model_name
         self.base_url = base_url

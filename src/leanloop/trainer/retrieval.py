@@ -192,7 +192,7 @@ class RetrievalTrainer(CurriculumTrainer):
         self,
         repos: Sequence[Repository],
         database: DynamicDatabase,
-        data_path: str | Path,
+        data_path: str | Path | None = None,
         model_checkpoint_path: str | Path | None = None,
         *,
         after_step: Callable[[CurriculumStep], None] | None = None,
@@ -204,7 +204,8 @@ class RetrievalTrainer(CurriculumTrainer):
             repos: The repositories, in the order to train on them.
             database: The database they are stored in.
             data_path: Where each step's merged LeanDojo-format export is written (also what
-                ``evaluate`` reads by default).
+                ``evaluate`` reads by default); None: ``<output_dir>/data``, as the agents and
+                the command line write it.
             model_checkpoint_path: Start from this checkpoint (default: the newest in
                 ``output_dir``, else ``config.model_name``).
             after_step: Called with each step once its checkpoint is saved.
@@ -223,8 +224,8 @@ class RetrievalTrainer(CurriculumTrainer):
             )
         previous = latest_checkpoint(self.output_dir)
         self._start = str(model_checkpoint_path or previous or self.config.model_name)
-        self.data_path = Path(data_path)
-        return super().train(repos, database, data_path, after_step=after_step)
+        self.data_path = Path(data_path) if data_path is not None else self.output_dir / "data"
+        return super().train(repos, database, self.data_path, after_step=after_step)
 
     def _hardware(self) -> Hardware:
         """The device to train on: ``hardware`` if given, else what is present; ``num_gpus=0``
