@@ -15,7 +15,6 @@ import pytest
 
 from leanloop.data.records import AttemptStatus
 from leanloop.errors import LeanloopError
-from leanloop.lean.repl import ReplServer
 from leanloop.lean.server import TheoremSource
 from leanloop.prover.external import ExternalProver
 from leanloop.prover.recorded import RecordedGenerator
