@@ -243,3 +243,85 @@ def test_symbols_the_vocabulary_lacks_are_spelt_out():
     ids = tokenize(tokenizer, [state], 64)["input_ids"][0].tolist()
     assert tokenizer.unk_token_id not in ids
     assert tokenizer.unk_token_id in tokenizer(state)["input_ids"]  # what it replaces
+
+
+# -- T5 / ByT5 encoders (ReProver's and LeanDojo-v2's retrievers) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny_byt5(tmp_path_factory):
+    from tests.tiny_encoder import build_tiny_byt5
+
+    return build_tiny_byt5(tmp_path_factory.mktemp("byt5") / "encoder")
+
+
+def test_a_byt5_encoder_trains_saves_and_retrieves(tiny_byt5, tmp_path, corpus, steps):
+    from transformers import T5EncoderModel
+
+    from leanloop.retrieval.index import PremiseIndex
+
+    torch.manual_seed(0)
+    retriever = PremiseRetriever(model_name=str(tiny_byt5), max_seq_len=96, lr=3e-3)
+    assert type(retriever.encoder) is T5EncoderModel  # the encoder half, as ReProver reads it
+    assert type(retriever.tokenizer).__name__ == "ByT5Tokenizer"
+    assert retriever.max_length == 96  # relative positions: the configured limit holds
+    # Lean's symbols are bytes to ByT5: nothing is spelt out, nothing is unknown
+    state = "h : ∀ x ∈ s, f x ≤ 1\n⊢ ∑ i ∈ s, f i ≤ s.card"
+    ids = retriever.tokenizer(state)["input_ids"]
+    assert retriever.tokenizer.unk_token_id not in ids and len(ids) == len(state.encode()) + 1
+
+    # a few optimizer steps on one batch lower its loss
+    examples = [TrainingExample(s, (corpus.index_of(s.positives[0]),), ()) for s in steps[:8]]
+    batch = TrainingCollator(retriever.tokenizer, corpus, 96)(examples)
+    optimizer = torch.optim.AdamW(retriever.parameters(), lr=3e-3)
+    retriever.train()
+    losses = []
+    for _ in range(6):
+        loss = retriever.contrastive_loss(batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0]
+
+    # saved and loaded back: the same embeddings, the Hugging Face copy loads on its own
+    retriever.eval()
+    texts = [steps[0].context, "Nat.add_comm"]
+    before = retriever.encode(texts)
+    directory = retriever.save_retriever(tmp_path / "byt5-ckpt")
+    loaded = PremiseRetriever.load(directory)
+    assert type(loaded.encoder) is T5EncoderModel
+    assert torch.allclose(loaded.encode(texts), before, atol=1e-6)
+    tokenizer, encoder = load_encoder(directory)
+    assert type(encoder) is T5EncoderModel and type(tokenizer).__name__ == "ByT5Tokenizer"
+
+    # and it retrieves: every step gets the accessible premises ranked, the positive trained on
+    # among them
+    index = PremiseIndex.build(loaded, corpus)
+    step = steps[0]
+    hits = index.search(loaded.encode_states([step.context]), [step.file_path], [step.position], 20)
+    assert len(hits[0]) == min(20, len(corpus.accessible(step.file_path, step.position)))
+
+
+def test_leandojos_retriever_name_goes_to_the_hub(monkeypatch):
+    """LeanDojo-v2's default retriever is a ByT5 model on the hub: the name is handed to the hub
+    as it is, and without the hub the error says so."""
+    from leanloop.ml.models import resolve_model
+    from leanloop.retrieval.encoder import LEANDOJO_RETRIEVER
+    from leanloop.trainer.retrieval_config import TrainingConfig
+
+    assert TrainingConfig(model_name=LEANDOJO_RETRIEVER).model_name == LEANDOJO_RETRIEVER
+    assert resolve_model(LEANDOJO_RETRIEVER) == LEANDOJO_RETRIEVER
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(LeanloopError) as info:
+        PremiseRetriever.load(LEANDOJO_RETRIEVER)
+    text = str(info.value)
+    assert f"unknown model '{LEANDOJO_RETRIEVER}'" in text and "HF_HUB_OFFLINE=1" in text
+
+
+def test_other_encoder_decoders_are_refused_in_one_line(tmp_path):
+    from transformers import BartConfig
+
+    BartConfig(d_model=16, encoder_layers=1, decoder_layers=1).save_pretrained(tmp_path)
+    with pytest.raises(LeanloopError, match="is a bart encoder-decoder: the retriever reads"):
+        load_encoder(tmp_path)
