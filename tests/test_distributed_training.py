@@ -5,6 +5,7 @@ same weights; one process that fails ends the run with one line naming its rank.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -174,7 +175,7 @@ def test_two_processes_train_the_retriever_with_one_fisher(prepared, tiny_encode
             str(out / "data"),
             str(out / "digests"),
             str(batch),
-            "2",
+            "-1",  # one whole epoch: it ends with a validation
         ]
         if nproc == 1:
             result = subprocess.run(
@@ -196,11 +197,30 @@ def test_two_processes_train_the_retriever_with_one_fisher(prepared, tiny_encode
     assert not [p for p in model.iterdir() if p.name.endswith(".work")]  # cleaned once
     ranks = [json.loads((runs["two"] / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
     assert ranks[0]["digest"] == ranks[1]["digest"]  # DDP kept the processes' weights equal
+    # the checkpoint holds those weights: saved by Lightning with every process taking part
+    assert ranks[0]["saved"] == ranks[1]["saved"] == ranks[0]["digest"]
     assert ranks[0]["fisher"] == pytest.approx(ranks[1]["fisher"], rel=1e-5)  # one Fisher
+    assert ranks[0]["covers"] == ranks[1]["covers"] and len(ranks[0]["covers"]) == 1
     assert ranks[0]["fisher_samples"] == ranks[1]["fisher_samples"] > 0
     (single,) = [json.loads((runs["one"] / "digests" / "rank0").read_text())]
-    # the same samples (2 steps of 8 in both): the Fisher within tolerance of one process
+    # the same samples (one epoch, 8 a step in both): the Fisher within tolerance of one process
     assert ranks[0]["fisher"] == pytest.approx(single["fisher"], rel=0.25)
+    # validation: each process ranked its share of the val steps; the figures logged (and
+    # monitored) are those of all the steps, the same on both processes, as one process
+    # measures the saved model on the whole split
+    from leanloop.retrieval.model import PremiseRetriever
+    from leanloop.trainer.retrieval_evaluation import evaluate_retriever
+
+    assert ranks[0]["val_r10"] is not None and ranks[0]["val_r10"] == ranks[1]["val_r10"]
+    whole = evaluate_retriever(PremiseRetriever.load(model), runs["two"] / "data", split="val")
+    assert whole.steps > 10
+    logged = [
+        row for row in csv.DictReader((model / latest / "metrics.csv").open()) if row["MRR_val"]
+    ]
+    assert len(logged) == 1 and float(logged[0]["Recall@10_val"]) == ranks[0]["val_r10"]
+    # (the distributed sampler may repeat one step to give both processes as many)
+    assert float(logged[0]["MRR_val"]) == pytest.approx(whole.mrr, abs=1.0 / whole.steps)
+    assert ranks[0]["val_r10"] == pytest.approx(whole.recall_at_10, abs=1.0 / whole.steps)
 
 
 def test_accelerate_launch_runs_the_same(prepared):

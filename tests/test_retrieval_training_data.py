@@ -192,3 +192,66 @@ def test_a_theorem_that_is_a_premise_is_found_as_that_premise(dataset, theorems,
     assert [p.full_name for p in collate.documents] == [
         p.full_name for p in data.train_set.documents
     ]
+
+
+def _negatives_by_query(examples) -> list[tuple[str, tuple[int, ...]]]:
+    """Collates a batch into (query, negatives) pairs: what a test needs to see of it."""
+    return [(example.step.context, example.negatives) for example in examples]
+
+
+class SeenNegatives(RetrievalDataModule):
+    """The training loader as it is, its batches given as (query, negatives) pairs."""
+
+    def training_collator(self):
+        return _negatives_by_query
+
+
+def _epoch(loader, epoch: int) -> dict[str, tuple[int, ...]]:
+    loader.sampler.set_epoch(epoch)  # as Lightning does before each epoch
+    return {query: negatives for batch in loader for query, negatives in batch}
+
+
+def test_negatives_differ_between_epochs_with_worker_processes(dataset, tiny):
+    """Each epoch draws other random negatives, also when worker processes read the items (each
+    worker used to start every epoch from the same copy of the generator, so every epoch saw
+    the same negatives); an epoch's negatives do not depend on the number of workers."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    seen = {}
+    for workers in (2, 0):
+        data = SeenNegatives(
+            dataset,
+            tokenizer,
+            num_negatives=3,
+            num_in_file_negatives=1,
+            batch_size=8,
+            num_workers=workers,
+            seed=7,
+        )
+        data.setup("fit")
+        loader = data.train_dataloader()
+        assert loader.num_workers == workers
+        seen[workers] = [_epoch(loader, epoch) for epoch in range(3)]
+    epochs = seen[2]
+    queries = set(epochs[0])
+    assert len(queries) > 40 and all(set(e) == queries for e in epochs)  # every item, each epoch
+    for earlier, later in ((0, 1), (1, 2), (0, 2)):
+        changed = [q for q in queries if epochs[earlier][q] != epochs[later][q]]
+        assert len(changed) > 0.8 * len(queries), (earlier, later, len(changed))
+    assert seen[0] == seen[2]  # the same with or without worker processes
+
+
+def test_an_epoch_keeps_its_order_when_training_resumes_in_it():
+    from leanloop.retrieval.datamodule import EpochSampler
+
+    sampler = EpochSampler(50, seed=3)
+    orders = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        orders.append(list(sampler))
+    assert all(len({i for _, i in order}) == 50 for order in orders)
+    assert orders[0] != orders[1] != orders[2]
+    assert [e for e, _ in orders[2]] == [2] * 50  # the items are read for their epoch
+    resumed = EpochSampler(50, seed=3, epoch=2)  # a run resumed in epoch 2
+    assert list(resumed) == orders[2]

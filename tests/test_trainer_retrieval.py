@@ -52,6 +52,10 @@ def two_repository_database(path: Path, sample_dir: Path) -> DynamicDatabase:
     return db
 
 
+#: The default EWC weight, which the two-repository run trains with.
+LAMBDA = TrainingConfig().lambda_value
+
+
 def tiny_config(encoder: Path, output_dir: Path, **changes) -> TrainingConfig:
     settings = {
         "model_name": str(encoder),
@@ -61,7 +65,7 @@ def tiny_config(encoder: Path, output_dir: Path, **changes) -> TrainingConfig:
         "warmup_steps": 2,
         "max_seq_len": 96,
         "batch_size": 8,
-        "lambda_value": 50.0,
+        "lambda_value": LAMBDA,
         "fisher_max_samples": 48,
         "enable_progress_bar": False,
         "seed": 11,
@@ -77,7 +81,7 @@ def encoder(tiny_encoder) -> Path:
 
 @pytest.fixture(scope="module")
 def ewc_run(tmp_path_factory, sample_dir, encoder):
-    """Two repositories trained in order with EWC (λ = 50)."""
+    """Two repositories trained in order with EWC (the default λ)."""
     root = tmp_path_factory.mktemp("ewc")
     db = two_repository_database(root / "db.sqlite", sample_dir)
     starts = StartWeights()
@@ -232,8 +236,12 @@ def test_ewc_penalty_zero_before_any_fisher_then_positive(ewc_run):
     logged = [row for row in csv_rows(checkpoints[1] / "metrics.csv") if row.get("ewc_penalty")]
     assert logged and float(logged[-1]["ewc_penalty"]) > 0
     for row in logged:  # the loss optimised is the task loss plus λ times the penalty
-        expected = float(row["loss_train"]) + 50.0 * float(row["ewc_penalty"])
+        expected = float(row["loss_train"]) + LAMBDA * float(row["ewc_penalty"])
         assert float(row["loss_total"]) == pytest.approx(expected, rel=1e-4)
+    # at the default λ the penalty weighs on the loss: not a rounding error of it
+    last = logged[-1]
+    share = LAMBDA * float(last["ewc_penalty"]) / float(last["loss_train"])
+    assert share > 0.01, last
     # the penalty of the final weights against repository 1's Fisher and anchor
     after_first = PremiseRetriever.load(checkpoints[0])
     final = PremiseRetriever.load(checkpoints[1])
@@ -249,8 +257,18 @@ def test_fisher_is_stored_per_parameter_and_accumulates(ewc_run):
     for name, param in params.items():
         assert first.ewc.fisher[name].shape == param.shape
         assert torch.equal(first.ewc.anchor[name], param.detach())
-    assert sum(float(f.sum()) for f in first.ewc.fisher.values()) > 0
+    # each repository's Fisher is scaled to mean 1 over the weights, then added up
+    entries = sum(p.numel() for p in params.values())
+    assert sum(float(f.sum()) for f in first.ewc.fisher.values()) == pytest.approx(
+        entries, rel=1e-4
+    )
+    assert sum(float(f.sum()) for f in second.ewc.fisher.values()) == pytest.approx(
+        2 * entries, rel=1e-4
+    )
     assert first.ewc.repositories == 1 and second.ewc.repositories == 2
+    keys = [f"{r.url}@{r.commit}" for r in (REPO_A, REPO_B)]
+    assert first.ewc.covered == keys[:1] and second.ewc.covered == keys
+    assert [r.ewc_covers for r in trainer.reports] == [keys[:1], keys]
     assert trainer.reports[0].fisher_samples == 48
     for name in params:  # repository 2's Fisher was added to repository 1's
         assert (second.ewc.fisher[name] >= first.ewc.fisher[name] - 1e-12).all()
@@ -393,3 +411,190 @@ def test_hard_negatives_and_naming_examples_in_training(tmp_path, sample_dir, en
     assert first is not None and second is not None
     assert len(first) == report.train_steps + report.naming_examples
     assert first != second  # mined again with the weights of the first epoch
+
+
+# -- resuming a curriculum ---------------------------------------------------------------------
+
+
+class Crash(pl.Callback):
+    """Raises in the second repository's training once the optimizer step count reaches each of
+    ``at`` (once each, over however many runs it is given to)."""
+
+    def __init__(self, *at: int) -> None:
+        self.at = set(at)
+        self.steps: list[int] = []
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        repository = trainer.datamodule.train_steps[-1]
+        if repository.belongs_to(REPO_B.url, REPO_B.commit) and trainer.global_step in self.at:
+            self.at.discard(trainer.global_step)
+            self.steps.append(trainer.global_step)
+            raise RuntimeError("injected failure")
+
+
+class Batches(pl.Callback):
+    """Records each training's start (step, batches per epoch, weights) and a fingerprint of
+    every batch of the second repository, in order."""
+
+    def __init__(self) -> None:
+        self.starts: list[dict] = []
+        self.batches: list[tuple[int, int]] = []
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.starts.append(
+            {
+                "step": trainer.global_step,
+                "batches": trainer.num_training_batches,
+                "weights": {k: v.detach().clone() for k, v in pl_module.state_dict().items()},
+            }
+        )
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        if trainer.datamodule.train_steps[-1].belongs_to(REPO_B.url, REPO_B.commit):
+            contents = (
+                batch["context_ids"].numpy().tobytes() + batch["premise_ids"].numpy().tobytes()
+            )
+            self.batches.append((trainer.current_epoch, hash(contents)))
+
+
+def test_a_run_stopped_mid_repository_resumes_and_counts_each_repository_once(
+    tmp_path, sample_dir, encoder
+):
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    # the batches of an uninterrupted run: what the interrupted ones must train on, in order
+    reference = Batches()
+    RetrievalTrainer(tiny_config(encoder, tmp_path / "reference"), callbacks=[reference]).train(
+        [REPO_A, REPO_B], db, tmp_path / "data"
+    )
+    per_epoch = reference.starts[1]["batches"]
+    assert len(reference.batches) == 2 * per_epoch
+
+    out = tmp_path / "out"
+    config = tiny_config(encoder, out, checkpoint_every_n_train_steps=2)
+    # stopped within B's first epoch, within the second, and after its very last batch
+    crash = Crash(3, per_epoch + 2, 2 * per_epoch)
+    seen = Batches()
+    with pytest.raises(RuntimeError, match="injected failure"):
+        RetrievalTrainer(config, callbacks=[crash, seen]).train(
+            [REPO_A, REPO_B], db, tmp_path / "data"
+        )
+    first, second = (out / "repo00-example-lean-a-aaaaaaaa", out / "repo01-example-lean-b-bbbbbbbb")
+    assert latest_checkpoint(out) == first and not second.exists()
+    work = out / f".{second.name}.work"
+    left = {p.name for p in (work / "resume").iterdir()}
+    assert left == {"step=2.ckpt", "on-exception.ckpt"}, left  # the newest is the failure's
+    stopped = torch.load(work / "resume" / "on-exception.ckpt", weights_only=False)
+    assert stopped["global_step"] == 3 and "optimizer_states" in stopped
+    first_weights = (first / CHECKPOINT_FILE).read_bytes()
+
+    # run again: repository A is skipped, B resumes where it stopped, with its weights
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="injected failure"):
+            RetrievalTrainer(config, callbacks=[crash, seen]).train(
+                [REPO_A, REPO_B], db, tmp_path / "data"
+            )
+    assert crash.steps == [3, per_epoch + 2, 2 * per_epoch]
+    for name, value in stopped["state_dict"].items():
+        assert torch.equal(seen.starts[2]["weights"][name], value), name
+    trainer = RetrievalTrainer(config, callbacks=[seen])
+    checkpoints = trainer.train([REPO_A, REPO_B], db, tmp_path / "data")
+    assert checkpoints == [first, second]
+    # A, then B four times, each resumed where the one before stopped; A was never trained again
+    assert [s["step"] for s in seen.starts] == [0, 0, 3, per_epoch + 2, 2 * per_epoch]
+    # the interrupted runs trained on the uninterrupted run's batches, each once, in order
+    assert seen.batches == reference.batches
+    reused, resumed = trainer.reports
+    assert reused.reused and reused.repository == str(REPO_A)
+    assert not resumed.reused and resumed.resumed_from == str(work / "resume" / "on-exception.ckpt")
+    assert resumed.optimizer_steps == 2 * per_epoch  # two epochs, as without the failures
+    assert not work.exists() and (first / CHECKPOINT_FILE).read_bytes() == first_weights
+    keys = [f"{r.url}@{r.commit}" for r in (REPO_A, REPO_B)]
+    final = PremiseRetriever.load(second)
+    assert final.ewc.covered == keys and final.ewc.repositories == 2
+    assert latest_checkpoint(out) == second
+
+    # a fourth run has nothing left to do
+    idle = Batches()
+    again = RetrievalTrainer(config, callbacks=[idle])
+    assert again.train([REPO_A, REPO_B], db, tmp_path / "data") == [first, second]
+    assert idle.starts == [] and all(r.reused for r in again.reports)
+    assert again.reports[1].ewc_covers == keys
+
+    # B trained again at another place of a curriculum: its Fisher is not counted twice
+    alone = RetrievalTrainer(tiny_config(encoder, out, max_steps=2))
+    (checkpoint,) = alone.train([REPO_B], db, tmp_path / "data")
+    assert checkpoint.name == "repo00-example-lean-b-bbbbbbbb"
+    assert alone.reports[0].fisher_samples == 0 and alone.reports[0].ewc_covers == keys
+    assert PremiseRetriever.load(checkpoint).ewc.repositories == 2
+
+
+def test_the_checkpoint_holds_the_weights_the_strategy_gathers(
+    tmp_path, sample_dir, encoder, monkeypatch
+):
+    """Where the strategy shards the weights (FSDP), each process's module holds only its
+    shard after training: the checkpoint must be Lightning's, which asks the strategy for the
+    whole weights, not the module's. A stand-in strategy keeps the whole weights aside at the
+    end of training and leaves empty shards in the module, as FSDP leaves a process's."""
+    from lightning.pytorch.strategies import SingleDeviceStrategy
+
+    class ShardingStandIn(SingleDeviceStrategy):
+        whole: dict | None = None
+
+        def teardown(self) -> None:
+            module = self.lightning_module
+            ShardingStandIn.whole = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            super().teardown()
+            with torch.no_grad():
+                for param in module.parameters():
+                    param.data = torch.empty(0)
+
+        def lightning_module_state_dict(self) -> dict:
+            whole = ShardingStandIn.whole
+            return dict(whole) if whole is not None else super().lightning_module_state_dict()
+
+    def device_arguments(self):
+        return {
+            "accelerator": "cpu",
+            "devices": 1,
+            "strategy": ShardingStandIn(device=torch.device("cpu")),
+            "precision": "32-true",
+        }
+
+    monkeypatch.setattr(RetrievalTrainer, "device_arguments", device_arguments)
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    config = tiny_config(
+        encoder, tmp_path / "out", max_steps=2, lambda_value=0.0, checkpoint_save_top_k=0
+    )
+    trainer = RetrievalTrainer(config)
+    (checkpoint,) = trainer.train([REPO_A], db, tmp_path / "data")
+    assert all(p.numel() == 0 for p in trainer.model.parameters())  # the module: shards only
+    whole = ShardingStandIn.whole
+    assert whole is not None
+    saved = PremiseRetriever.load(checkpoint).state_dict()
+    assert saved.keys() == whole.keys()
+    assert all(torch.equal(saved[k], whole[k]) for k in whole)
+    from leanloop.retrieval.encoder import load_encoder
+
+    _, hf_copy = load_encoder(checkpoint)
+    for name, value in hf_copy.state_dict().items():
+        assert torch.equal(value, whole[f"encoder.{name}"]), name
+
+
+def test_a_byt5_retriever_trains_through_the_curriculum(tmp_path, sample_dir):
+    """A T5-family encoder (ByT5, as ReProver's and LeanDojo-v2's retriever) trains with EWC over
+    two repositories and retrieves."""
+    from transformers import T5EncoderModel
+
+    from tests.tiny_encoder import build_tiny_byt5
+
+    byt5 = build_tiny_byt5(tmp_path / "byt5")
+    db = two_repository_database(tmp_path / "db.sqlite", sample_dir)
+    config = tiny_config(byt5, tmp_path / "out", max_steps=3, max_seq_len=128)
+    trainer = RetrievalTrainer(config)
+    checkpoints = trainer.train([REPO_A, REPO_B], db, tmp_path / "data")
+    model = PremiseRetriever.load(checkpoints[1])
+    assert type(model.encoder) is T5EncoderModel and model.ewc.repositories == 2
+    assert [r.optimizer_steps for r in trainer.reports] == [3, 3]
+    assert [r.fisher_samples for r in trainer.reports] == [48, 48]
+    result = trainer.evaluate()
+    assert result["steps"] > 0 and 0.0 <= result["R@1"] <= result["R@10"] <= 1.0

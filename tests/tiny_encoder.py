@@ -57,3 +57,29 @@ def build_tiny_encoder(
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(directory)
     return directory
+
+
+def build_tiny_byt5(
+    directory: Path, *, d_model: int = 32, num_layers: int = 2, seed: int = 0
+) -> Path:
+    """Write ByT5's byte tokenizer (it needs no files) and a randomly initialised 2-layer
+    ``T5EncoderModel`` into ``directory``, as ReProver's retriever is stored; return it."""
+    import torch
+    from transformers import ByT5Tokenizer, T5Config, T5EncoderModel
+
+    directory.mkdir(parents=True, exist_ok=True)
+    tokenizer = ByT5Tokenizer()
+    tokenizer.save_pretrained(directory)
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        d_model=d_model,
+        d_kv=d_model // 4,
+        d_ff=2 * d_model,
+        num_layers=num_layers,
+        num_heads=4,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    T5EncoderModel(config).save_pretrained(directory)
+    return directory

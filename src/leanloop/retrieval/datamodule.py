@@ -4,16 +4,17 @@ accessible premises), optional naming examples, and evaluation steps, tokenised 
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from leanloop.data.records import Premise
 from leanloop.retrieval.corpus import GIVEN_CORPUS, CandidatePool, Corpus, premise_text
@@ -93,9 +94,12 @@ class NegativeSampler:
 
 class TrainingSet(Dataset):
     """One item per query (tactic step or naming example) with every positive it has among the
-    documents; negatives are drawn anew each time an item is read, so every epoch sees other
-    ones. Hard negatives come from ``set_hard_candidates`` (the premises a model ranks highest
-    for each item), when set."""
+    documents. Its random negatives are drawn for the item and the epoch: ``dataset[i]`` (epoch
+    0) or ``dataset[(epoch, i)]``, as ``EpochSampler`` asks for them, from a generator seeded
+    with ``seed``, the epoch and ``i`` — so every epoch sees other negatives, and an epoch sees
+    the same ones whichever data-loader worker (or process) reads the item, and again when a
+    run resumes. Hard negatives come from ``set_hard_candidates`` (the premises a model ranks
+    highest for each item), when set."""
 
     def __init__(
         self,
@@ -121,6 +125,7 @@ class TrainingSet(Dataset):
         self.num_negatives = num_negatives
         self.num_in_file_negatives = num_in_file_negatives
         self.num_hard_negatives = num_hard_negatives
+        self.seed = seed
         self.sampler = NegativeSampler(corpus, random.Random(seed))
         self.hard_candidates: Sequence[Sequence[int]] | None = None
 
@@ -148,15 +153,94 @@ class TrainingSet(Dataset):
                 taken.add(index)
         return chosen
 
-    def __getitem__(self, i: int) -> TrainingExample:
+    def negative_sampler(self, epoch: int, i: int) -> NegativeSampler:
+        """The sampler of item ``i``'s random negatives in ``epoch``."""
+        return NegativeSampler(self.corpus, random.Random(f"{self.seed}:{epoch}:{i}"))
+
+    def __getitem__(self, key: int | tuple[int, int]) -> TrainingExample:
+        epoch, i = key if isinstance(key, tuple) else (0, key)
         step, positives = self.items[i]
         taken = set(positives)
         hard = self._hard(i, step, taken)
-        anchor = self.sampler.rng.choice(positives)
-        rest = self.sampler.sample(
+        sampler = self.negative_sampler(epoch, i)
+        anchor = sampler.rng.choice(positives)
+        rest = sampler.sample(
             step, anchor, self.num_in_file_negatives, self.num_negatives, taken=taken
         )
         return TrainingExample(step, positives, tuple(hard) + rest)
+
+
+class EpochSampler(Sampler):
+    """The training order: a permutation of the items drawn from ``seed`` and the epoch, given
+    as ``(epoch, index)`` keys so that the dataset draws each item's negatives for the epoch
+    (see ``TrainingSet``). Lightning calls ``set_epoch`` before each epoch (also through its
+    distributed wrapper); a run resumed in epoch k orders it as the first run did."""
+
+    def __init__(self, size: int, seed: int, epoch: int = 0) -> None:
+        self.size = size
+        self.seed = seed
+        self.epoch = epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        epoch = self.epoch  # read when iteration starts, after set_epoch
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
+        for index in torch.randperm(self.size, generator=generator).tolist():
+            yield epoch, index
+
+
+class TrainingLoader(DataLoader):
+    """The training ``DataLoader``, resumable within an epoch: Lightning saves its
+    ``state_dict`` with each checkpoint (the batches of the epoch already trained on, which
+    ``progress`` reads from the trainer) and gives it back to ``load_state_dict`` when a run
+    resumes, and the next pass then starts after those batches, without loading them. With
+    ``EpochSampler``'s order (a function of the seed and the epoch) and negatives drawn for the
+    epoch, a resumed epoch trains on exactly the batches the interrupted one had left."""
+
+    def __init__(self, *args: Any, progress: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.progress = progress  # () -> batches of the current epoch trained on
+        self._skip = 0
+        self._skipping = 0
+
+    def state_dict(self) -> dict[str, int]:
+        return {"batches": int(self.progress()) if self.progress is not None else 0}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        batches = int(state.get("batches", 0))
+        self._skip = batches if 0 < batches < len(self) else 0
+
+    def _get_iterator(self):
+        # the skip applies to the next pass only, which reads it through _index_sampler
+        self._skipping, self._skip = self._skip, 0
+        try:
+            return super()._get_iterator()
+        finally:
+            self._skipping = 0
+
+    @property
+    def _index_sampler(self):
+        sampler = super()._index_sampler
+        return _SkipBatches(sampler, self._skipping) if self._skipping else sampler
+
+
+class _SkipBatches:
+    """``batches`` without its first ``skip`` (their indices are drawn, nothing is loaded)."""
+
+    def __init__(self, batches: Any, skip: int) -> None:
+        self.batches = batches
+        self.skip = skip
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self) -> Iterator:
+        return itertools.islice(iter(self.batches), self.skip, None)
 
 
 class StepSet(Dataset):
@@ -363,14 +447,25 @@ class RetrievalDataModule(pl.LightningDataModule):
         return len(candidates)
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(
+        """Training batches in ``EpochSampler``'s order, starting at the trainer's current epoch
+        (the one a resumed run restarts in), resumable within it (``TrainingLoader``)."""
+        trainer = getattr(self, "trainer", None)
+        epoch = int(trainer.current_epoch) if trainer is not None else 0
+        return TrainingLoader(
             self.train_set,
             batch_size=self.batch_size,
-            shuffle=True,
+            sampler=EpochSampler(len(self.train_set), self.seed, epoch),
             collate_fn=self.training_collator(),
             num_workers=self.num_workers,
-            generator=torch.Generator().manual_seed(self.seed),
+            progress=self._batches_trained,
         )
+
+    def _batches_trained(self) -> int:
+        """Batches of the current epoch the trainer has trained on (0 outside training)."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is None:
+            return 0
+        return int(trainer.fit_loop.epoch_loop.batch_progress.current.processed)
 
     def _steps_loader(self, steps: list[RetrievalStep]) -> DataLoader:
         return DataLoader(

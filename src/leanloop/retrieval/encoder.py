@@ -1,4 +1,5 @@
-"""Load a text encoder with its tokenizer, turn texts into token ids (symbols the vocabulary lacks
+"""Load a text encoder with its tokenizer (an encoder model, or the encoder half of a T5/ByT5
+encoder-decoder as ReProver reads it), turn texts into token ids (symbols the vocabulary lacks
 spelt out by their Unicode names), and token states into sentence embeddings (mean pooling, L2
 normalisation)."""
 
@@ -9,15 +10,43 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from leanloop.errors import LeanloopError
 from leanloop.ml.pretrained import load_pretrained
+
+#: LeanDojo-v2's default retriever (ReProver's ByT5 encoder, on the Hugging Face hub).
+LEANDOJO_RETRIEVER = "kaiyuy/leandojo-lean4-retriever-byt5-small"
+
+#: Encoder-only classes of the encoder-decoder families the retriever reads (ReProver's retriever
+#: is a ByT5 model read by ``T5EncoderModel``): the decoder is never loaded.
+ENCODER_ONLY = {"t5": "T5EncoderModel", "mt5": "MT5EncoderModel", "umt5": "UMT5EncoderModel"}
 
 
 def load_encoder(name_or_path: str | os.PathLike) -> tuple[Any, Any]:
-    """The tokenizer and the bare encoder (``AutoModel``) of ``name_or_path``."""
-    from transformers import AutoModel, AutoTokenizer
+    """The tokenizer and the bare encoder of ``name_or_path``: ``AutoModel`` for an encoder
+    (BERT, MiniLM...), the encoder half alone for a T5-family encoder-decoder (T5, ByT5, mT5,
+    UMT5; ``T5EncoderModel`` as ReProver loads it), with the model's own tokenizer (the byte
+    tokenizer for ByT5).
 
+    Raises:
+        LeanloopError: The model cannot be found or read, or it is an encoder-decoder of
+            another family.
+    """
+    import transformers
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    config = load_pretrained(AutoConfig, name_or_path)
+    loader: Any = AutoModel
+    name = ENCODER_ONLY.get(getattr(config, "model_type", ""))
+    if name is not None:
+        loader = getattr(transformers, name)
+    elif getattr(config, "is_encoder_decoder", False):
+        raise LeanloopError(
+            f"model {os.fspath(name_or_path)!r} is a {config.model_type} encoder-decoder: "
+            "the retriever reads the encoder of T5-family models only",
+            hint=f"use an encoder (BERT, MiniLM) or a T5/ByT5 model such as {LEANDOJO_RETRIEVER}",
+        )
     tokenizer = load_pretrained(AutoTokenizer, name_or_path)
-    encoder = load_pretrained(AutoModel, name_or_path)
+    encoder = load_pretrained(loader, name_or_path, config=config)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
     return tokenizer, encoder

@@ -5,6 +5,7 @@ penalty that is saved with its checkpoints."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -16,7 +17,7 @@ import torch.nn.functional as F
 
 from leanloop.errors import LeanloopError
 from leanloop.retrieval.encoder import load_encoder, mean_pool, tokenize
-from leanloop.retrieval.ewc import EWCState, diagonal_fisher
+from leanloop.retrieval.ewc import AlreadyConsolidated, EWCState, diagonal_fisher
 from leanloop.retrieval.index import PremiseIndex
 from leanloop.retrieval.metrics import MetricsAccumulator
 
@@ -34,7 +35,11 @@ class PremiseRetriever(pl.LightningModule):
     batch that is not a positive of that query (the other queries' positives, and the mined
     hard, in-file and random negatives), averaged over the query's positives. With
     ``lambda_value`` > 0 and a Fisher from earlier repositories, ``lambda_value · Σ F (θ − θ*)²``
-    is added.
+    is added, F being each earlier repository's Fisher scaled to mean 1 (see
+    ``leanloop.retrieval.ewc``).
+
+    The encoder is any Hugging Face encoder (BERT, MiniLM...) or the encoder half of a T5-family
+    model (ByT5 as in ReProver and LeanDojo-v2's retriever), with its own tokenizer.
     """
 
     def __init__(
@@ -95,22 +100,38 @@ class PremiseRetriever(pl.LightningModule):
             model.freeze()
         return model
 
-    def save_retriever(self, directory: str | Path, trainer: pl.Trainer | None = None) -> Path:
+    def save_retriever(self, directory: str | Path, checkpoint: str | Path | None = None) -> Path:
         """Write ``directory``: the Lightning checkpoint (weights, hyper-parameters, EWC state)
-        and the encoder with its tokenizer in Hugging Face format."""
+        and the encoder with its tokenizer in Hugging Face format.
+
+        Args:
+            directory: Where to write (created if missing).
+            checkpoint: A Lightning checkpoint of this model to use (moved into ``directory``):
+                what ``Trainer.save_checkpoint`` wrote, with the whole weights even where the
+                strategy shards them (FSDP). None: this module's own weights, as they are here.
+
+        Returns:
+            ``directory``.
+        """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        if trainer is not None and trainer.lightning_module is self:
-            trainer.save_checkpoint(directory / CHECKPOINT_FILE, weights_only=True)
+        target = directory / CHECKPOINT_FILE
+        if checkpoint is not None:
+            state = torch.load(checkpoint, map_location="cpu", weights_only=False, mmap=True)
+            weights = state["state_dict"]
+            os.replace(checkpoint, target)
         else:
-            checkpoint = {
-                "state_dict": self.state_dict(),
+            weights = self.state_dict()
+            saved = {
+                "state_dict": weights,
                 "hyper_parameters": dict(self.hparams),
                 "pytorch-lightning_version": pl.__version__,
             }
-            self.on_save_checkpoint(checkpoint)
-            torch.save(checkpoint, directory / CHECKPOINT_FILE)
-        self.encoder.save_pretrained(directory)
+            self.on_save_checkpoint(saved)
+            torch.save(saved, target)
+        prefix = "encoder."
+        encoder_weights = {k[len(prefix) :]: v for k, v in weights.items() if k.startswith(prefix)}
+        self.encoder.save_pretrained(directory, state_dict=encoder_weights)
         self.tokenizer.save_pretrained(directory)
         return directory
 
@@ -218,7 +239,7 @@ class PremiseRetriever(pl.LightningModule):
             ],
             lr=self.hparams.lr,
         )
-        total = max(1, int(self.trainer.estimated_stepping_batches))
+        total = max(1, self._training_steps())
         scheduler = get_cosine_schedule_with_warmup(
             optimizer,
             num_warmup_steps=min(self.hparams.warmup_steps, total),
@@ -229,12 +250,38 @@ class PremiseRetriever(pl.LightningModule):
             "lr_scheduler": {"scheduler": scheduler, "interval": "step"},
         }
 
+    def _training_steps(self) -> int:
+        """The optimizer steps training will take, for the learning-rate schedule. Counted from
+        the data module's training set when it has one: Lightning's
+        ``estimated_stepping_batches`` sets up the training data before a resumed run's state
+        is restored, so the data loader would start the resumed epoch from its beginning."""
+        trainer = self.trainer
+        data = getattr(trainer, "datamodule", None)
+        if data is None or not hasattr(data, "train_set") or trainer.max_epochs in (None, -1):
+            return int(trainer.estimated_stepping_batches)
+        per_process = math.ceil(len(data.train_set) / max(1, trainer.world_size))
+        batches = math.ceil(per_process / data.batch_size)
+        if isinstance(trainer.limit_train_batches, int):
+            batches = min(batches, trainer.limit_train_batches)
+        else:
+            batches = int(batches * trainer.limit_train_batches)
+        steps = math.ceil(batches / trainer.accumulate_grad_batches) * max(trainer.max_epochs, 1)
+        return min(steps, trainer.max_steps) if trainer.max_steps != -1 else steps
+
     # -- EWC -------------------------------------------------------------------------------------
 
-    def consolidate(self, batches: Iterable[dict[str, torch.Tensor]], max_samples: int) -> int:
-        """Compute the diagonal Fisher on ``batches`` (one training example each, dropout off)
-        and fold it into the EWC state anchored at the current weights; returns the number of
-        examples used."""
+    def consolidate(
+        self, batches: Iterable[dict[str, torch.Tensor]], max_samples: int, repository: str
+    ) -> int:
+        """Compute the diagonal Fisher of ``repository`` (a key such as ``url@commit``) on
+        ``batches`` (one training example each, dropout off) and fold it into the EWC state
+        anchored at the current weights; returns the number of examples used.
+
+        Raises:
+            AlreadyConsolidated: The EWC state covers ``repository`` already.
+        """
+        if self.ewc.covers(repository):
+            raise AlreadyConsolidated(f"the EWC state already covers {repository}")
         was_training = self.training
         self.eval()
 
@@ -246,7 +293,7 @@ class PremiseRetriever(pl.LightningModule):
             fisher, count = diagonal_fisher(loss_of, batches, self.named_parameters(), max_samples)
         self.train(was_training)
         if count:
-            self.ewc.consolidate(self.named_parameters(), fisher, count)
+            self.ewc.consolidate(self.named_parameters(), fisher, count, repository)
         return count
 
     # -- validation: rank the whole corpus ---------------------------------------------------------
@@ -268,9 +315,23 @@ class PremiseRetriever(pl.LightningModule):
             metrics.add(positives, [corpus[i].full_name for i, _ in hits])
 
     def on_validation_epoch_end(self) -> None:
-        assert self._val_metrics is not None  # made when the epoch started
-        result = self._val_metrics.result()
-        self.log("Recall@1_val", result.recall_at_1, prog_bar=False)
-        self.log("Recall@10_val", result.recall_at_10, prog_bar=True)
-        self.log("MRR_val", result.mrr, prog_bar=True)
+        """Log R@1, R@10 and MRR over the validation steps of every process: each process
+        measured its share, the sums are added up across them (a mean of the processes' means
+        would weigh their steps unequally), and the figures are logged with ``sync_dist`` so
+        that every process's early stopping and checkpointing see the same value."""
+        metrics = self._val_metrics
+        assert metrics is not None  # made when the epoch started
+        sums = torch.tensor(
+            [sum(metrics.r1), sum(metrics.r10), sum(metrics.rr), float(len(metrics.rr))],
+            dtype=torch.float64,
+            device=self.device,
+        )
+        if self.trainer.world_size > 1:
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+        steps = max(float(sums[3]), 1.0)
+        figures = {"Recall@1_val": sums[0], "Recall@10_val": sums[1], "MRR_val": sums[2]}
+        for name, total in figures.items():
+            value = (total / steps).float()
+            self.log(name, value, prog_bar=name != "Recall@1_val", sync_dist=True, batch_size=1)
         self._val_index = None
+        self._val_metrics = None

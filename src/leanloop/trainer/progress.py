@@ -138,7 +138,8 @@ class ProgressTrainer:
         repositories: Iterable[RepositoryLike] | None = None,
         **kwargs: Any,
     ) -> ProgressTrainer:
-        """A trainer on the progress rows of a database's traced proofs.
+        """A trainer on the progress rows of a database's traced proofs of the train split
+        (see ``build_progress_dataset``: the val and test theorems are never trained on).
 
         Args:
             database: The database.
@@ -293,7 +294,8 @@ class ProgressTrainer:
         setattr(trainer.model.config, MEAN_KEY, mean)
         setattr(trainer.model.config, STD_KEY, std)
         setattr(trainer.model.config, MAX_LENGTH_KEY, max_length)
-        trainer.save_model(str(self.output_dir))  # by the main process alone
+        # every process calls it (a sharded model is gathered first); the main one writes
+        trainer.save_model(str(self.output_dir))
         processes = distributed.current()
         if processes.is_main:
             tokenizer.save_pretrained(self.output_dir)

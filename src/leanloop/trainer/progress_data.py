@@ -1,6 +1,6 @@
-"""The progress regressor's data: a ``ProgressRow`` per step of every traced proof in the
-database (goal, proof so far, tactic, steps remaining), written and read as JSON lines, and split
-into training and validation rows by theorem."""
+"""The progress regressor's data: a ``ProgressRow`` per step of every traced proof of the train
+split of the database's theorems (goal, proof so far, tactic, steps remaining), written and read
+as JSON lines, and split into training and validation rows by theorem."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from leanloop.atomic import write_text_atomic
 from leanloop.data.jsonstream import iter_jsonl
-from leanloop.data.records import Theorem, TheoremStatus
+from leanloop.data.records import Theorem
 from leanloop.errors import DataFormatError, LeanloopError
 
 if TYPE_CHECKING:
@@ -49,16 +49,45 @@ def build_progress_dataset(
     database: DynamicDatabase,
     output_path: str | Path,
     repositories: Iterable[RepositoryLike] | None = None,
+    *,
+    scheme: str = "random",
+    split: str = "train",
 ) -> int:
     """Write a ``ProgressRow`` as one JSON line per step of every proven theorem with a traced
-    proof (of ``repositories``, or of all); a proof of n steps gives n - 1, ..., 1, 0 steps
-    remaining. Returns the count."""
+    proof in ``split`` (default: train) of ``scheme``, of ``repositories`` (or of all); a proof
+    of n steps gives n - 1, ..., 1, 0 steps remaining. Returns the count.
+
+    The splits are the database's own, fixed once and forever by an export (they are assigned
+    here when the theorems have none yet): the progress regressor never trains on a theorem of
+    the val or test split that evaluations measure it on. The merged export of the repositories
+    is written beside ``output_path`` while the rows are read, then removed.
+
+    Raises:
+        LeanloopError: ``scheme`` or ``split`` is not one of the export's, or a repository is
+            not in the database.
+    """
+    import shutil
+
+    from leanloop.data import open_dataset
+    from leanloop.data.leandojo import SCHEMES, SPLITS
+
+    if scheme not in SCHEMES:
+        raise LeanloopError(
+            f"unknown split scheme {scheme!r}", hint=f"one of: {', '.join(SCHEMES)}"
+        )
+    if split not in SPLITS:
+        raise LeanloopError(f"unknown split {split!r}", hint=f"one of: {', '.join(SPLITS)}")
     output_path = Path(output_path)
+    chosen = list(database.get_repositories() if repositories is None else repositories)
     lines: list[str] = []
-    sources: Iterable = [None] if repositories is None else repositories
-    for repository in sources:
-        for theorem in database.iter_theorems(repository, status=TheoremStatus.PROVEN):
-            lines.extend(row.model_dump_json() for row in progress_rows(theorem))
+    if chosen:
+        export = output_path.with_name(f".{output_path.name}.export")
+        try:
+            database.export_merged_data(chosen, export)
+            for theorem in open_dataset(export / scheme / f"{split}.json").iter_theorems():
+                lines.extend(row.model_dump_json() for row in progress_rows(theorem))
+        finally:
+            shutil.rmtree(export, ignore_errors=True)
     write_text_atomic(output_path, "".join(line + "\n" for line in lines))
     return len(lines)
 

@@ -23,7 +23,14 @@ from leanloop.settings import Settings
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field
 from leanloop.trainer.retrieval_config import TrainingConfig
-from leanloop.words import percent, plural
+from leanloop.trainer.retrieval_lines import training_lines
+from leanloop.trainer.retrieval_resume import (
+    REPORT_FILE,
+    finished_report,
+    repository_key,
+    resume_callbacks,
+    resume_checkpoint,
+)
 
 if TYPE_CHECKING:
     from leanloop.database.dynamic import DynamicDatabase
@@ -47,6 +54,18 @@ class RetrievalStepReport(BaseModel):
     )
     fisher_samples: int = Field(description="Examples the EWC Fisher was computed on.")
     ewc_repositories: int = Field(description="Repositories the EWC state consolidates.")
+    ewc_covers: list[str] = Field(
+        default_factory=list,
+        description="The repositories (url@commit) the EWC state consolidates, in order.",
+    )
+    resumed_from: str | None = Field(
+        default=None,
+        description="The checkpoint an interrupted training of this repository resumed from.",
+    )
+    reused: bool = Field(
+        default=False,
+        description="True: an earlier run finished this repository; this run skipped it.",
+    )
     optimizer_steps: int | None = Field(
         default=None,
         description="Optimizer steps taken (None: in reports written before it was kept).",
@@ -69,79 +88,6 @@ def _ddp(config):
     )
 
 
-def training_lines(
-    say: Callable[[str], None],
-    every_seconds: float = 30.0,
-    label: str = "retriever",
-    max_seconds: float | None = None,
-):
-    """A Lightning callback saying how training goes, one line at a time: what it will do when
-    it starts, the epoch, step and training loss at most every ``every_seconds`` seconds and
-    after each epoch (with R@10 on the val split when it was measured), and where it ended
-    (``max_seconds``: the time limit, to say up front). The retriever trainer uses it when
-    Lightning's progress bar is off."""
-    import lightning.pytorch as pl
-
-    def number(value) -> float | None:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return None
-
-    class TrainingLines(pl.Callback):
-        def __init__(self) -> None:
-            self.started = self.said = 0.0
-            self.loss: float | None = None
-
-        def on_train_start(self, trainer, pl_module) -> None:
-            self.started = self.said = time.perf_counter()
-            batches = trainer.num_training_batches
-            limits = []
-            if trainer.max_epochs and trainer.max_epochs > 0:
-                limits.append(f"at most {plural(trainer.max_epochs, 'epoch')}")
-            if trainer.max_steps and trainer.max_steps > 0:
-                limits.append(f"at most {plural(trainer.max_steps, 'step')}")
-            if max_seconds is not None:
-                limits.append(f"{max_seconds:.0f} s at most")
-            per_epoch = (
-                f"{plural(batches, 'batch')} per epoch"
-                if isinstance(batches, int)
-                else "batches per epoch unknown"
-            )
-            say(f"{label}: training, {per_epoch}" + (f" ({', '.join(limits)})" if limits else ""))
-
-        def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-            loss = outputs.get("loss") if isinstance(outputs, dict) else outputs
-            self.loss = number(loss) if loss is not None else self.loss
-            now = time.perf_counter()
-            if now - self.said >= every_seconds:
-                self.said = now
-                say(f"{label}: {self._where(trainer)}, {now - self.started:.0f} s")
-
-        def on_train_epoch_end(self, trainer, pl_module) -> None:
-            self.said = time.perf_counter()
-            recall = number(trainer.callback_metrics.get("Recall@10_val"))
-            measured = "" if recall is None else f", R@10 on val {percent(recall)}"
-            say(
-                f"{label}: epoch {trainer.current_epoch + 1} ended at step {trainer.global_step}"
-                f"{self._loss()}{measured}, {self.said - self.started:.0f} s"
-            )
-
-        def on_train_end(self, trainer, pl_module) -> None:
-            say(
-                f"{label}: training ended after {plural(trainer.global_step, 'step')} in "
-                f"{time.perf_counter() - self.started:.0f} s"
-            )
-
-        def _loss(self) -> str:
-            return "" if self.loss is None else f", loss {self.loss:.3f}"
-
-        def _where(self, trainer) -> str:
-            return f"epoch {trainer.current_epoch + 1}, step {trainer.global_step}{self._loss()}"
-
-    return TrainingLines()
-
-
 class RetrievalTrainer(CurriculumTrainer):
     """Train the premise retriever on repositories in order, each continuing from the
     checkpoint of the one before, with EWC against forgetting.
@@ -153,6 +99,14 @@ class RetrievalTrainer(CurriculumTrainer):
     checkpoint directory holds ``retriever.ckpt`` (weights, hyper-parameters, the EWC Fisher
     and anchor weights), the encoder and tokenizer in Hugging Face format, ``metrics.csv``,
     ``metrics.json`` and ``training_curves.png``. ``callbacks`` are extra Lightning callbacks.
+
+    Run again on the same ``output_dir`` (after a failure, or with more repositories), training
+    skips the repositories whose checkpoint an earlier run completed and continues from the
+    last of them; a repository whose training was interrupted resumes from the newest
+    checkpoint it left (written every ``checkpoint_every_n_train_steps`` optimizer steps and when
+    an exception stops training) with its optimizer, schedule, epoch and step. The EWC state
+    names the repositories it covers and never consolidates one twice. A fresh ``output_dir``
+    starts afresh.
 
     Progress shows on Lightning's progress bar (``enable_progress_bar``); with the bar off,
     a line every 30 seconds and after each epoch (epoch, step, loss) goes to ``progress``
@@ -225,7 +179,26 @@ class RetrievalTrainer(CurriculumTrainer):
         previous = latest_checkpoint(self.output_dir)
         self._start = str(model_checkpoint_path or previous or self.config.model_name)
         self.data_path = Path(data_path) if data_path is not None else self.output_dir / "data"
+        self._join_processes()
         return super().train(repos, database, self.data_path, after_step=after_step)
+
+    def _join_processes(self) -> None:
+        """Under a launcher, set up the process group as Lightning's DDP would (NCCL on GPUs,
+        gloo on CPUs, ``timeout_seconds``) before the curriculum's first barrier does: that
+        one would be ``accelerate``'s, with the default timeout and a backend Lightning does
+        not recognise as gloo (so that it asks gloo for an average it cannot take, when
+        validation figures are synchronised)."""
+        if not distributed.current().distributed:
+            return
+        from datetime import timedelta
+
+        import torch.distributed as dist
+
+        if dist.is_available() and not dist.is_initialized():
+            backend = "nccl" if self._hardware().device == "cuda" else "gloo"
+            dist.init_process_group(
+                backend=backend, timeout=timedelta(seconds=self.config.timeout_seconds)
+            )
 
     def _hardware(self) -> Hardware:
         """The device to train on: ``hardware`` if given, else what is present; ``num_gpus=0``
@@ -316,6 +289,13 @@ class RetrievalTrainer(CurriculumTrainer):
             callbacks.append(
                 training_lines(self.progress or log.info, max_seconds=config.max_seconds())
             )
+        callbacks.extend(
+            resume_callbacks(
+                work_dir,
+                config.checkpoint_every_n_train_steps,
+                on_exception=not distributed.current().distributed,
+            )
+        )
         callbacks.extend(self.callbacks)
         return pl.Trainer(
             **self.device_arguments(),
@@ -364,17 +344,23 @@ class RetrievalTrainer(CurriculumTrainer):
         return module
 
     def train_step(self, step: CurriculumStep) -> None:
+        """Train on ``step``'s repository and save its checkpoint; a repository an earlier run
+        finished is skipped (its checkpoint is where the next one starts), and an interrupted
+        one resumes from the last checkpoint its training left (see ``retrieval_resume``)."""
         import lightning.pytorch as pl
-        import torch
 
-        from leanloop.atomic import replace_directory
         from leanloop.retrieval.model import CHECKPOINT_FILE
 
         config = self.config
+        finished = self.finished(step)
+        if finished is not None:
+            log.info("repository %s: finished by an earlier run, skipped", step.repository)
+            self.reports.append(finished.model_copy(update={"reused": True}))
+            self._start = str(step.checkpoint_dir)
+            return
         pl.seed_everything(config.seed, verbose=False)
         assert self._start is not None  # train() chose it
         model = self.load_model(self._start)
-        log.info("repository %s: starting from %s", step.repository, self._start)
         data = self.data_module(step.dataset_dir, model)
         if not data.train_steps:
             raise LeanloopError(
@@ -383,18 +369,25 @@ class RetrievalTrainer(CurriculumTrainer):
                 hint="add repositories with traced tactics that use premises",
             )
         work_dir = step.checkpoint_dir.with_name(f".{step.checkpoint_dir.name}.work")
+        resume = resume_checkpoint(work_dir)  # every process reads the same directory
         processes = distributed.current()
-        if processes.is_main:
+        if processes.is_main and resume is None:
             shutil.rmtree(work_dir, ignore_errors=True)
         processes.barrier()
+        if resume is not None:
+            log.info("repository %s: resuming from %s", step.repository, resume)
+        else:
+            log.info("repository %s: starting from %s", step.repository, self._start)
         trainer = self.lightning_trainer(work_dir, has_val=bool(data.val_steps))
         model.train()  # pretrained encoders load in eval mode (dropout off)
         started = time.perf_counter()
-        trainer.fit(model, datamodule=data)
+        trainer.fit(model, datamodule=data, ckpt_path=resume)
         seconds = time.perf_counter() - started
 
         best = self._best_checkpoint(trainer)
         if best is not None:
+            import torch
+
             state = torch.load(best, map_location="cpu", weights_only=False)["state_dict"]
             model.load_state_dict(state)
         fisher_samples = 0
@@ -405,6 +398,7 @@ class RetrievalTrainer(CurriculumTrainer):
             url=step.repository.url,
             commit=step.repository.commit,
             started_from=str(self._start),
+            resumed_from=None if resume is None else str(resume),
             train_steps=len(data.train_steps),
             naming_examples=len(data.naming),
             val_steps=len(data.val_steps),
@@ -412,42 +406,71 @@ class RetrievalTrainer(CurriculumTrainer):
             best_checkpoint_score=_score_of(trainer),
             fisher_samples=fisher_samples,
             ewc_repositories=model.ewc.repositories,
+            ewc_covers=list(model.ewc.covered),
             optimizer_steps=trainer.global_step,
             epochs=_epochs_of(trainer),
             seconds=seconds,
         )
-
+        # every process takes part: the strategy gathers weights it shards (FSDP) and the main
+        # process writes the file
+        final = work_dir / "final.ckpt"
+        trainer.save_checkpoint(final, weights_only=True)
         if trainer.is_global_zero:  # one process writes the checkpoint; the others wait
-            with replace_directory(
-                step.checkpoint_dir, may_replace=lambda p: (p / CHECKPOINT_FILE).is_file()
-            ) as staging:
-                # Lightning's own save is a collective call: with several processes the main
-                # one writes the same checkpoint itself
-                model.save_retriever(staging, None if processes.distributed else trainer)
-                history = _read_csv_log(work_dir / "logs" / "metrics.csv")
-                if (work_dir / "logs" / "metrics.csv").is_file():
-                    shutil.copy(work_dir / "logs" / "metrics.csv", staging / "metrics.csv")
-                from leanloop.trainer.plots import plot_curves
-
-                plot_curves(history, staging / "training_curves.png", title=str(step.repository))
-                (staging / "metrics.json").write_text(report.model_dump_json(indent=2) + "\n")
-            shutil.rmtree(work_dir, ignore_errors=True)
+            self._save(step, model, final, work_dir, report, CHECKPOINT_FILE)
         trainer.strategy.barrier("leanloop-checkpoint")
         self.reports.append(report)
         self.model = model  # the last repository's retriever, as this process trained it
         self._start = str(step.checkpoint_dir)
 
+    def finished(self, step: CurriculumStep) -> RetrievalStepReport | None:
+        """The report of ``step``'s repository when an earlier run in ``output_dir`` finished
+        it (its checkpoint is complete), else None. The one place that decides which
+        repositories a re-run skips."""
+        from leanloop.retrieval.model import CHECKPOINT_FILE
+
+        saved = finished_report(step, CHECKPOINT_FILE)
+        if saved is None:
+            return None
+        try:
+            return RetrievalStepReport.model_validate(saved)
+        except ValueError as exc:
+            log.warning("the report of %s cannot be read (%s): training it again", step, exc)
+            return None
+
+    def _save(self, step, model, final: Path, work_dir: Path, report, checkpoint_file) -> None:
+        """Write the repository's checkpoint directory (replaced whole) from the Lightning
+        checkpoint ``final``, with the logs, curves and report; then drop the work directory."""
+        from leanloop.atomic import replace_directory
+        from leanloop.trainer.plots import plot_curves
+
+        with replace_directory(
+            step.checkpoint_dir, may_replace=lambda p: (p / checkpoint_file).is_file()
+        ) as staging:
+            model.save_retriever(staging, final)
+            log_file = work_dir / "logs" / "metrics.csv"
+            if log_file.is_file():
+                shutil.copy(log_file, staging / "metrics.csv")
+            history = _read_csv_log(log_file)
+            plot_curves(history, staging / "training_curves.png", title=str(step.repository))
+            (staging / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n")
+        shutil.rmtree(work_dir, ignore_errors=True)
+
     @staticmethod
     def _best_checkpoint(trainer) -> str | None:
-        callback = getattr(trainer, "checkpoint_callback", None)
+        callback = _best_callback(trainer)
         path = getattr(callback, "best_model_path", "") if callback is not None else ""
         return path or None
 
     def _consolidate(self, model, data, repository: Repository) -> int:
         """The Fisher of ``repository``'s training examples (all of them when the export holds
-        none of its own), folded into the model's EWC state."""
+        none of its own), folded into the model's EWC state; 0 when the state covers the
+        repository already (it is never counted twice)."""
         import random
 
+        key = repository_key(repository)
+        if model.ewc.covers(key):
+            log.warning("the EWC state covers %s already: not consolidated again", repository)
+            return 0
         steps = [s for s in data.train_steps if s.belongs_to(repository.url, repository.commit)]
         if not steps:
             log.warning("%s has no training steps of its own: Fisher on all of them", repository)
@@ -459,7 +482,7 @@ class RetrievalTrainer(CurriculumTrainer):
         batches = (collate([examples[i]]) for i in order)
         device = self._hardware().device
         model.to(device)
-        count = model.consolidate(batches, self.config.fisher_max_samples)
+        count = model.consolidate(batches, self.config.fisher_max_samples, key)
         model.to("cpu")
         return count
 
@@ -532,8 +555,18 @@ def _epochs_of(trainer) -> float | None:
     return round(trainer.global_step * trainer.accumulate_grad_batches / batches, 2)
 
 
+def _best_callback(trainer):
+    """The callback keeping the best weights by the monitored metric (None: there is none)."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    for callback in trainer.callbacks:
+        if isinstance(callback, ModelCheckpoint) and callback.monitor is not None:
+            return callback
+    return None
+
+
 def _score_of(trainer) -> float | None:
-    callback = getattr(trainer, "checkpoint_callback", None)
+    callback = _best_callback(trainer)
     score = getattr(callback, "best_model_score", None) if callback is not None else None
     return None if score is None else float(score)
 
