@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Hashable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from leanloop.lean.account import commands_from_infotree
-from leanloop.lean.elaboration import Elaboration, SorrySite, TacticStep
+from leanloop.lean.elaboration import SorrySite, TacticStep
 from leanloop.lean.errors import LeanRequestError, ProtocolError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.sandbox import SandboxConfig, prepare_sandbox, unsandboxed_environment
@@ -21,7 +24,10 @@ from leanloop.lean.server import (
     TacticResult,
     TheoremSource,
 )
-from leanloop.lean.transport import ProcessTransport, ReplFraming, Transport
+from leanloop.lean.transport import ProcessTransport, ReplFraming, Transport, lowered_timeout
+
+if TYPE_CHECKING:
+    from leanloop.lean.backends import Launcher
 
 # The header: 'module', 'prelude' and import lines ('public import', 'meta import' included).
 _HEADER_LINE = re.compile(r"^\s*(module|prelude|((public|private|meta)\s+)*import\s+\S.*)\s*$")
@@ -83,6 +89,17 @@ def split_header(code: str) -> tuple[str, str, int]:
     return header, "\n".join(lines[skip:]), skip
 
 
+def imported_modules(header: str) -> tuple[str, ...]:
+    """The modules a header (``split_header``'s first part) imports, in order."""
+    modules: list[str] = []
+    for line in header.splitlines():
+        words = line.split("--", 1)[0].split()
+        if "import" in words:
+            named = [w for w in words[words.index("import") + 1 :] if w != "all"]
+            modules.extend(w for w in named if w not in modules)
+    return tuple(modules)
+
+
 def _message(m: proto.Message, line_offset: int = 0) -> LeanMessage:
     def shift(line: int) -> int:
         return line + line_offset if line > 0 else line
@@ -111,6 +128,7 @@ class ReplServer(LeanServer):
     """
 
     backend = "repl"
+    features = frozenset({"tactics", "account", "elaborators", "infotree"})
 
     def __init__(self, transport: Transport) -> None:
         super().__init__()
@@ -169,9 +187,43 @@ class ReplServer(LeanServer):
         )
         return cls(transport)
 
+    @classmethod
+    def start(cls, launcher: Launcher, key: Hashable = None) -> ReplServer:
+        """A REPL server as ``launcher`` (from ``leanloop.lean.backends.open_servers``) says.
+
+        Args:
+            launcher: The project, the REPL, ``lake`` and the options.
+            key: The pool's key (the REPL is the same for every key).
+
+        Returns:
+            The server (no process started yet).
+        """
+        assert launcher.executable is not None
+        options = launcher.options
+        return cls.launch(
+            launcher.root,
+            launcher.executable,
+            lake=launcher.lake,
+            timeout=options.timeout,
+            start_timeout=options.start_timeout,
+            memory_limit_mb=options.memory_limit_mb,
+            sandbox=options.sandbox,
+        )
+
     @property
     def generation(self) -> int:
         return self.client.generation
+
+    @contextlib.contextmanager
+    def time_limit(self, seconds: float) -> Iterator[None]:
+        """Bound each request to ``seconds`` (at most the process's own limit) inside the
+        block."""
+        with lowered_timeout(self.client.transport, seconds):
+            yield
+
+    def load_imports(self, header: str) -> None:
+        """Elaborate ``header`` now (once per process), under the process's own time limit."""
+        self.environment(header)
 
     def close(self) -> None:
         self.client.close()
@@ -232,7 +284,7 @@ class ReplServer(LeanServer):
         all_tactics: bool = False,
         account: bool = False,
         infotree: str | None = None,
-    ) -> Elaboration:
+    ) -> CheckResult:
         """Elaborate code, its imports reused from the environment cache.
 
         Args:
@@ -240,8 +292,8 @@ class ReplServer(LeanServer):
             all_tactics: Also report every tactic with the goals before it (for tracing).
             account: Also report the commands Lean elaborated (from the REPL's infotree).
             infotree: Ask the REPL for this kind of infotree (``full``, ``tactics``,
-                ``original``, ``substantive``), given back as the REPL sent it (``account``
-                asks for ``full``).
+                ``original``, ``substantive``), given back as the REPL sent it (with
+                ``account``, the REPL is asked for ``full``, and that is given back).
 
         Returns:
             Lean's messages, the sorries, the tactics and (with ``account``) the commands;
@@ -263,7 +315,7 @@ class ReplServer(LeanServer):
                 commands = commands_from_infotree(answer.infotree, offset)
             except ValueError as exc:
                 raise ProtocolError(f"the Lean REPL's infotree cannot be read: {exc}") from None
-        return Elaboration(
+        return CheckResult(
             messages=tuple(_message(m, offset) for m in answer.messages),
             sorries=tuple(
                 SorrySite(
@@ -289,20 +341,14 @@ class ReplServer(LeanServer):
             ),
             env=answer.env,
             commands=commands,
-            infotree=answer.infotree if asked else None,
+            infotree=answer.infotree if infotree is not None else None,
         )
 
     # -- LeanServer ----------------------------------------------------------------------------
 
     def check(self, code: str) -> CheckResult:
         """Lean's answer on ``code``, with its account of the commands it elaborated."""
-        result = self.elaborate(code, account=True)
-        return CheckResult.from_messages(
-            result.messages,
-            [s.goal for s in result.sorries],
-            [s.line for s in result.sorries],
-            result.commands,
-        )
+        return self.elaborate(code, account=True)
 
     def open_sorries(self, code: str) -> list[ProofState]:
         """A proof state for each ``sorry`` in ``code`` (which must otherwise elaborate)."""

@@ -6,9 +6,8 @@ Lean now, or a recorded verdict."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -64,9 +63,11 @@ class Verifier(Protocol):
 
 class PoolVerifier:
     """Checks code on a pool of up to ``max_servers`` Lean servers made by ``factory`` (e.g. a
-    ``ReplLauncher``), keyed by the code's imports: a REPL elaborates ``import Mathlib`` once
-    and is reused for every code with the same imports. Thread-safe: several threads may check
-    at once (one server each)."""
+    ``Launcher`` from ``leanloop.lean.backends.open_servers``), keyed by the code's imports: a
+    REPL elaborates ``import Mathlib`` once and is reused for every code with the same imports.
+    Each answer carries Lean's account of the commands where the backend gives one, unless
+    ``account`` is False (``/verify``, which is not an audit). Thread-safe: several threads may
+    check at once (one server each)."""
 
     live = True
     source: Source = "lean"
@@ -77,22 +78,35 @@ class PoolVerifier:
         *,
         max_servers: int = 2,
         max_uses: int = 1000,
+        account: bool = True,
     ) -> None:
+        self.account = account
         self.pool: ServerPool[LeanServer] = ServerPool(
             factory, max_uses=max_uses, max_servers=max_servers
         )
 
-    def check(self, code: str, timeout: float) -> Verification:
+    def check(self, code: str, timeout: float, infotree: str | None = None) -> Verification:
+        """Lean's answer on ``code`` (with its account of the commands, unless the verifier was
+        made without, and the infotree of that kind when one is asked for), its imports
+        elaborated first under the server's own time limit and the code under ``timeout``
+        seconds.
+
+        Args:
+            code: Lean code with its imports.
+            timeout: Seconds the check may take (the imports aside).
+            infotree: Also give Lean's infotree of this kind.
+
+        Returns:
+            The answer, or why there is none.
+        """
         started = time.monotonic()
         header, _, _ = split_header(code)
         try:
             with self.pool.lease(header) as server:
                 # the imports under the server's own limit (timing them out would lose them)
-                environment = getattr(server, "environment", None)
-                if environment is not None:
-                    environment(header)
-                with time_limit(server, timeout):
-                    result = server.check(code)
+                server.load_imports(header)
+                with server.time_limit(timeout):
+                    result = server.elaborate(code, account=self.account, infotree=infotree)
         except (LeanRequestError, ServerError) as exc:
             timed_out = isinstance(exc, RequestTimeout)
             return Verification.failed(
@@ -105,21 +119,6 @@ class PoolVerifier:
 
     def close(self) -> None:
         self.pool.close()
-
-
-@contextlib.contextmanager
-def time_limit(server: Any, seconds: float) -> Iterator[None]:
-    """Lower the time a REPL process may take per command to ``seconds`` while it is leased."""
-    transport = getattr(getattr(server, "client", None), "transport", None)
-    if transport is None or not isinstance(getattr(transport, "timeout", None), int | float):
-        yield
-        return
-    configured = transport.timeout
-    transport.timeout = min(configured, seconds)
-    try:
-        yield
-    finally:
-        transport.timeout = configured
 
 
 # -- Kimina Lean Server's answer shape (also the recorded verdicts' format) ----------------------

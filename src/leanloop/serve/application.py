@@ -33,7 +33,7 @@ from leanloop.serve.responses import error_response, install_error_handlers
 from leanloop.serve.rewards import ProgressModel
 from leanloop.serve.sources import check_sources
 from leanloop.serve.state import ServerState
-from leanloop.serve.verifier import ServerFactory, Verifier
+from leanloop.serve.verifier import ServerFactory, VerifyService
 
 log = logging.getLogger("leanloop.serve")
 
@@ -237,7 +237,7 @@ class LeanloopServer:
             secrets=keys,
             models=ModelRegistry(config, keys, self.backends),
             progress=ProgressModel(config.progress_model or settings.progress_model),
-            verifier=Verifier(
+            verifier=VerifyService(
                 config.lean,
                 Gate(
                     "lean",

@@ -20,9 +20,9 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from leanloop.lean.verdict import Verdict, verdict_of
+from leanloop.lean.verdict import Verdict
+from leanloop.lean.verification import Verification
 from leanloop.serve.state import ServerState, server_state
-from leanloop.serve.verifier import Checked
 from leanloop.serve.wire import Text, omitted_when_null
 
 Infotree = Literal["full", "tactics", "original", "substantive"]
@@ -155,8 +155,8 @@ class CheckResponse(BaseModel):
     )
 
 
-def repl_response(checked: Checked, *, with_time: bool) -> ReplResponse | None:
-    result = checked.elaboration
+def repl_response(checked: Verification, *, with_time: bool) -> ReplResponse | None:
+    result = checked.result
     if result is None:
         return None
     messages = [
@@ -189,11 +189,8 @@ def repl_response(checked: Checked, *, with_time: bool) -> ReplResponse | None:
     )
 
 
-def verdict(checked: Checked) -> Verdict | None:
-    result = checked.elaboration
-    if result is None:
-        return None
-    return verdict_of(result.messages, sorries=len(result.sorries))
+def verdict(checked: Verification) -> Verdict | None:
+    return checked.result.verdict if checked.result is not None else None
 
 
 router = APIRouter(tags=["Lean"])
@@ -234,7 +231,7 @@ async def check(request: CheckRequest, state: ServerState = Depends(server_state
     return _check_response(request.snippet, checked)
 
 
-def _check_response(snippet: Snippet, checked: Checked) -> CheckResponse:
+def _check_response(snippet: Snippet, checked: Verification) -> CheckResponse:
     return CheckResponse(
         id=snippet.id,
         time=checked.seconds,

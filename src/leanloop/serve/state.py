@@ -13,7 +13,7 @@ from leanloop.serve.errors import Unavailable
 from leanloop.serve.keys import Secrets
 from leanloop.serve.registry import ModelRegistry
 from leanloop.serve.rewards import ProgressModel
-from leanloop.serve.verifier import Verifier
+from leanloop.serve.verifier import VerifyService
 
 
 @dataclass
@@ -22,7 +22,7 @@ class ServerState:
     secrets: Secrets
     models: ModelRegistry
     progress: ProgressModel
-    verifier: Verifier
+    verifier: VerifyService
     started: int  # when the server started (seconds since the epoch)
 
     def drain(self, reason: str) -> None:

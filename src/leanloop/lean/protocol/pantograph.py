@@ -77,7 +77,12 @@ class FrontendProcess(_Payload):
     command: ClassVar[str] = "frontend.process"
     file: str | None = None
     file_name: str | None = Field(default=None, alias="fileName")
-    invocations: bool | None = None
+    #: elaborate the file's own imports (false: the file is elaborated in the environment of
+    #: the modules the process imported when it started, and holds no import)
+    read_header: bool | None = Field(default=None, alias="readHeader")
+    inherit_env: bool | None = Field(default=None, alias="inheritEnv")
+    #: older releases: whether to report the invocations; newer: the file to write them to
+    invocations: bool | str | None = None
     sorrys: bool | None = None
     type_errors_as_goals: bool | None = Field(default=None, alias="typeErrorsAsGoals")
     new_constants: bool | None = Field(default=None, alias="newConstants")
