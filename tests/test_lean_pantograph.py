@@ -26,8 +26,8 @@ from leanloop.lean.account import place
 from leanloop.lean.errors import LeanRequestError, ProtocolError, ServerCrashed, Unsupported
 from leanloop.lean.pantograph import PantographServer
 from leanloop.lean.protocol import pantograph as proto
-from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed, TheoremSource
+from leanloop.lean.transcript import TranscriptTransport
 from leanloop.lean.transport import Transport
 from leanloop.lean.verdict import Verdict
 
@@ -37,7 +37,7 @@ class Capture(Transport):
     every further request and fails as a dead process would."""
 
     def __init__(self, recorded=()):
-        self.recorded = ReplayTransport(list(recorded), name="Pantograph")
+        self.recorded = TranscriptTransport(list(recorded), name="Pantograph")
         self.requests = []
         self.generation = 1
 

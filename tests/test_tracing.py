@@ -12,7 +12,7 @@ from leanloop.lean.elaboration import SorrySite
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.project import open_project
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayTransport
+from leanloop.lean.transcript import TranscriptTransport
 from leanloop.lean.transport import Transport
 from leanloop.tracing.premises import PremiseLocation, annotate
 from leanloop.tracing.project import trace_project
@@ -56,7 +56,7 @@ def project(tmp_path, transcripts):
 
 def replaying(exchanges):
     def factory(_key):
-        return ReplServer(ReplayTransport(exchanges, ordered=False, name="trace"))
+        return ReplServer(TranscriptTransport(exchanges, ordered=False, name="trace"))
 
     return factory
 
@@ -98,7 +98,7 @@ def test_a_failing_file_does_not_stop_the_trace(project, tmp_path):
         def exchange(self, request):
             if "calc" in request["cmd"]:
                 raise ServerCrashed("the Lean REPL exited with status 137")
-            return ReplayTransport(exchanges, ordered=False).exchange(request)
+            return TranscriptTransport(exchanges, ordered=False).exchange(request)
 
     trace = Tracer(lean_project, server_factory=lambda _k: ReplServer(Crashing())).trace()
     assert list(trace.failures) == ["Calc.lean"] and "137" in trace.failures["Calc.lean"]

@@ -55,6 +55,18 @@ class ElaboratedCommand:
             return True
         return (self.kind, self.elaborator) == expected
 
+    def moved(self, lines: int) -> ElaboratedCommand:
+        """The same command with ``lines`` added to its lines (and its nested commands')."""
+        return ElaboratedCommand(
+            self.kind,
+            self.elaborator,
+            self.line + lines,
+            self.column,
+            self.end_line + lines,
+            self.end_column,
+            tuple(c.moved(lines) for c in self.nested),
+        )
+
     def walk(self) -> Iterator[ElaboratedCommand]:
         """This command and every command it expanded to."""
         yield self

@@ -69,7 +69,7 @@ class Executable:
 
 
 @dataclass(frozen=True)
-class Backend:
+class LeanBackend:
     """One backend: its name and title (in messages), its server class (``module:Class``, with
     a ``start(launcher, key)`` classmethod; for a backend without Lean, a maker called with the
     launcher's root), its executable (None: no Lean process), what it can do, and a line that
@@ -96,8 +96,8 @@ class Backend:
         return target.start(launcher, key)
 
 
-BACKENDS: dict[str, Backend] = {
-    "repl": Backend(
+BACKENDS: dict[str, LeanBackend] = {
+    "repl": LeanBackend(
         "repl",
         "Lean REPL",
         "leanloop.lean.repl:ReplServer",
@@ -113,7 +113,7 @@ BACKENDS: dict[str, Backend] = {
         frozenset(FEATURES),
         "the Lean REPL (leanprover-community/repl): everything leanloop asks of Lean",
     ),
-    "pantograph": Backend(
+    "pantograph": LeanBackend(
         "pantograph",
         "Pantograph",
         "leanloop.lean.pantograph:PantographServer",
@@ -133,7 +133,7 @@ BACKENDS: dict[str, Backend] = {
         "infotree, and its account of the commands (its compilation units) names no syntax "
         "kinds or elaborators",
     ),
-    "replay": Backend(
+    "replay": LeanBackend(
         "replay",
         "replay",
         "leanloop.prover.replay:ReplayServer.from_dataset",
@@ -146,7 +146,7 @@ BACKENDS: dict[str, Backend] = {
 }
 
 
-def backend(name: str, needs: Iterable[str] = ()) -> Backend:
+def backend(name: str, needs: Iterable[str] = ()) -> LeanBackend:
     """The backend called ``name``, which must have the features ``needs``.
 
     Args:

@@ -6,6 +6,7 @@ code as given."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -123,6 +124,27 @@ class CheckResult:
     def sorry_lines(self) -> tuple[int | None, ...]:
         """The line of each ``sorry`` (None where the server gave none)."""
         return tuple(s.line for s in self.sorries)
+
+    def moved(self, lines: int, command_lines: int | None = None) -> CheckResult:
+        """The same answer with ``lines`` added to each line (1 or more) of its messages and
+        sorries and ``command_lines`` (default ``lines``) to those of its account: for an
+        answer whose server counted lines from elsewhere than the code's first line."""
+        shift = lines if command_lines is None else command_lines
+        if not lines and not shift:
+            return self
+
+        def line(value: int | None, by: int) -> int | None:
+            return value + by if value is not None and value >= 1 else value
+
+        messages = tuple(
+            dataclasses.replace(m, line=line(m.line, lines), end_line=line(m.end_line, lines))
+            for m in self.messages
+        )
+        sorries = tuple(dataclasses.replace(s, line=line(s.line, lines)) for s in self.sorries)
+        commands = None
+        if self.commands is not None:
+            commands = tuple(c.moved(shift) for c in self.commands)
+        return dataclasses.replace(self, messages=messages, sorries=sorries, commands=commands)
 
     @classmethod
     def from_messages(

@@ -217,7 +217,9 @@ class PantographServer(LeanServer):
             )
         return result
 
-    def _state(self, state_id: int, goals: Sequence[proto.Goal], messages=()) -> ProofState:
+    def _state(
+        self, state_id: int, goals: Sequence[proto.PantographGoal], messages=()
+    ) -> ProofState:
         return ProofState(
             state_id,
             tuple(goal.pretty() for goal in goals),

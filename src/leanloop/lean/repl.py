@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from leanloop.lean.account import commands_from_infotree
-from leanloop.lean.elaboration import SorrySite, TacticStep
+from leanloop.lean.elaboration import TacticStep
 from leanloop.lean.errors import LeanRequestError, ProtocolError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.sandbox import SandboxConfig, prepare_sandbox, unsandboxed_environment
 from leanloop.lean.server import (
     CheckResult,
-    LeanMessage,
     LeanServer,
     ProofFinished,
     ProofState,
@@ -98,20 +97,6 @@ def imported_modules(header: str) -> tuple[str, ...]:
             named = [w for w in words[words.index("import") + 1 :] if w != "all"]
             modules.extend(w for w in named if w not in modules)
     return tuple(modules)
-
-
-def _message(m: proto.Message, line_offset: int = 0) -> LeanMessage:
-    def shift(line: int) -> int:
-        return line + line_offset if line > 0 else line
-
-    return LeanMessage(
-        severity="info" if m.severity == "information" else m.severity,
-        text=m.data,
-        line=shift(m.pos.line),
-        column=m.pos.column,
-        end_line=shift(m.end_pos.line) if m.end_pos else None,
-        end_column=m.end_pos.column if m.end_pos else None,
-    )
 
 
 class ReplServer(LeanServer):
@@ -316,16 +301,8 @@ class ReplServer(LeanServer):
             except ValueError as exc:
                 raise ProtocolError(f"the Lean REPL's infotree cannot be read: {exc}") from None
         return CheckResult(
-            messages=tuple(_message(m, offset) for m in answer.messages),
-            sorries=tuple(
-                SorrySite(
-                    proof_state=s.proof_state,
-                    goal=s.goal,
-                    line=s.pos.line + offset if s.pos else None,
-                    column=s.pos.column if s.pos else None,
-                )
-                for s in answer.sorries
-            ),
+            messages=tuple(m.lean(offset) for m in answer.messages),
+            sorries=tuple(s.site(offset) for s in answer.sorries),
             tactics=tuple(
                 TacticStep(
                     tactic=t.tactic,
@@ -411,7 +388,7 @@ class ReplServer(LeanServer):
         return self._outcome(answer)
 
     def _outcome(self, answer: proto.ProofStepResponse) -> TacticResult:
-        messages = tuple(_message(m) for m in answer.messages)
+        messages = tuple(m.lean() for m in answer.messages)
         errors = [m for m in messages if m.severity == "error"]
         if errors:
             # An error makes the step fail even when Lean reports no goals left (its error

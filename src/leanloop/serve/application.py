@@ -30,7 +30,7 @@ from leanloop.serve.lifecycle import STOPPING, RequestWatch, StopSignals
 from leanloop.serve.providers import Backend
 from leanloop.serve.registry import ModelRegistry
 from leanloop.serve.responses import error_response, install_error_handlers
-from leanloop.serve.rewards import ProgressModel
+from leanloop.serve.rewards import ProgressService
 from leanloop.serve.sources import check_sources
 from leanloop.serve.state import ServerState
 from leanloop.serve.verifier import ServerFactory, VerifyService
@@ -236,7 +236,7 @@ class LeanloopServer:
             config=config,
             secrets=keys,
             models=ModelRegistry(config, keys, self.backends),
-            progress=ProgressModel(config.progress_model or settings.progress_model),
+            progress=ProgressService(config.progress_model or settings.progress_model),
             verifier=VerifyService(
                 config.lean,
                 Gate(

@@ -12,7 +12,7 @@ from leanloop.serve.config import ServeConfig
 from leanloop.serve.errors import Unavailable
 from leanloop.serve.keys import Secrets
 from leanloop.serve.registry import ModelRegistry
-from leanloop.serve.rewards import ProgressModel
+from leanloop.serve.rewards import ProgressService
 from leanloop.serve.verifier import VerifyService
 
 
@@ -21,7 +21,7 @@ class ServerState:
     config: ServeConfig
     secrets: Secrets
     models: ModelRegistry
-    progress: ProgressModel
+    progress: ProgressService
     verifier: VerifyService
     started: int  # when the server started (seconds since the epoch)
 

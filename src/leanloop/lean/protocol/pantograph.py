@@ -111,7 +111,7 @@ class Variable(_Result):
     v: Expression | None = Field(default=None, validation_alias=AliasChoices("v", "value"))
 
 
-class Goal(_Result):
+class PantographGoal(_Result):
     name: str = ""
     user_name: str | None = Field(default=None, alias="userName")
     is_conversion: bool = Field(default=False, alias="isConversion")
@@ -153,7 +153,7 @@ class GoalStartResult(_Result):
 
 class GoalTacticResult(_Result):
     next_state_id: int | None = Field(default=None, alias="nextStateId")
-    goals: list[Goal] | None = None
+    goals: list[PantographGoal] | None = None
     messages: list[PantographMessage | str] | None = None
     tactic_errors: list[str] | None = Field(default=None, alias="tacticErrors")
     parse_error: str | None = Field(default=None, alias="parseError")
@@ -188,7 +188,7 @@ class CompilationUnit(_Result):
     messages: list[PantographMessage | str] = Field(default_factory=list)
     invocations: list[dict[str, Any]] | None = None
     goal_state_id: int | None = Field(default=None, alias="goalStateId")
-    goals: list[Goal] | None = None
+    goals: list[PantographGoal] | None = None
     new_constants: list[str] | None = Field(default=None, alias="newConstants")
 
 
