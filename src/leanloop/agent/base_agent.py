@@ -264,7 +264,7 @@ class BaseAgent(ABC):
         Raises:
             LeanloopError: The agent has no trainer, or its model is not trained yet.
         """
-        from leanloop.agent import evaluation
+        import leanloop.agent.evaluation as evaluation
         from leanloop.trainer.hf_common import HFCurriculumTrainer
         from leanloop.trainer.progress import ProgressTrainer
         from leanloop.trainer.retrieval import RetrievalTrainer

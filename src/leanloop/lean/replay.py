@@ -12,7 +12,7 @@ _RENAMED = {"ReplayTransport": "TranscriptTransport", "ReplayMismatch": "Transcr
 def __getattr__(name: str) -> Any:
     if name not in _RENAMED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from leanloop.lean import transcript
+    import leanloop.lean.transcript as transcript
 
     new = _RENAMED[name]
     warnings.warn(

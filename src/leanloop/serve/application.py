@@ -20,9 +20,13 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+import leanloop.serve.chat as chat
+import leanloop.serve.copilot as copilot
+import leanloop.serve.kimina as kimina
+import leanloop.serve.playground as playground
+import leanloop.serve.status as status
 from leanloop import __version__
 from leanloop.errors import LeanloopError
-from leanloop.serve import chat, copilot, kimina, playground, status
 from leanloop.serve.admission import Gate
 from leanloop.serve.config import ServeConfig
 from leanloop.serve.keys import Secrets, same_key
