@@ -76,11 +76,18 @@ def test_pantograph_is_opened_by_name_and_started_where_the_launcher_goes(standi
         assert answer["payload"] == {"name": "Nat.add_comm", "source": True}
     finally:
         server.close()
-    fixed = open_servers(
-        "pantograph", standins["project"], UNSANDBOXED.model_copy(update={"modules": ("Init",)})
+    options = LeanOptions(
+        timeout=30,
+        sandbox=SandboxConfig(enabled=False),
+        modules=("Init",),
+        pantograph_options={"timeout": 5000},
     )
+    fixed = open_servers("pantograph", standins["project"], options)
+    assert hash(fixed) == hash(pickle.loads(pickle.dumps(fixed)))  # a launcher is a value
     with fixed("import Mathlib") as server:
-        assert server.inspect("x").model_extra["args"] == ["Init"]
+        assert isinstance(server, PantographServer) and server.options == {"timeout": 5000}
+        answer = server.inspect("x").model_extra
+        assert answer["args"] == ["Init"] and answer["count"] == 2  # options.set came first
 
 
 def test_the_repl_is_opened_by_name(standins):

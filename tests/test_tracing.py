@@ -176,3 +176,16 @@ def test_premise_marks_reproduce_leandojo_annotations(sample_dir):
             assert marked == step.annotated_tactic, theorem.full_name
             steps += 1
     assert steps == 435
+
+
+def test_trace_options_are_checked_and_a_backend_that_cannot_trace_is_refused(project, tmp_path):
+    from leanloop.errors import LeanloopError
+    from leanloop.lean.errors import Unsupported
+
+    lean_project, _ = project
+    with pytest.raises(LeanloopError, match="option 'worker'"):
+        trace_project(lean_project, server_factory=replaying([]), worker=2)
+    with pytest.raises(LeanloopError, match="option 'workers'"):
+        trace_project(lean_project, server_factory=replaying([]), workers=0)
+    with pytest.raises(Unsupported, match="pantograph backend cannot give every tactic"):
+        trace_project(lean_project, lean="pantograph", cache_dir=tmp_path)

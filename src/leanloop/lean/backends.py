@@ -20,12 +20,12 @@ classmethod), one entry here, and its test."""
 from __future__ import annotations
 
 import importlib
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from leanloop.errors import LeanloopError
 from leanloop.lean.errors import Unsupported
@@ -226,10 +226,17 @@ class LeanOptions(BaseModel):
         description="Pantograph: the modules its process imports (default: those of the "
         "code it is started for, else Init).",
     )
-    pantograph_options: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Pantograph: its options (options.set), set again after each restart.",
+    pantograph_options: tuple[tuple[str, Any], ...] = Field(
+        default=(),
+        description="Pantograph: its options (options.set, given as a mapping), set again "
+        "after each restart.",
     )
+
+    @field_validator("pantograph_options", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        """A mapping is kept as its sorted pairs, so that the options stay hashable."""
+        return tuple(sorted(value.items())) if isinstance(value, Mapping) else value
 
 
 @dataclass(frozen=True)

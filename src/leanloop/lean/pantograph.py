@@ -164,7 +164,7 @@ class PantographServer(LeanServer):
             name="Pantograph",
             sandbox=box,
         )
-        return cls(transport, options=chosen.pantograph_options, modules=modules)
+        return cls(transport, options=dict(chosen.pantograph_options), modules=modules)
 
     @classmethod
     def start(cls, launcher: Launcher, key: Hashable = None) -> PantographServer:
