@@ -136,3 +136,49 @@ def attempt(theorem, status, *, run="r1", number=0, proof=None, error=None) -> P
         model_seconds=0.25,
         error=error,
     )
+
+
+STANDINS = Path(__file__).parent / "standins"
+
+
+def executable(path: Path, *command: str) -> Path:
+    """An executable script that runs ``command`` with its own arguments appended."""
+    import shlex
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\nexec {" ".join(map(shlex.quote, command))} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def lean_standins(tmp_path: Path, monkeypatch, lake: Path | None = None) -> dict[str, Path]:
+    """A Lean project and a stand-in installation for it, found as ``leanloop.lean.toolchain``
+    looks: elan's home with ``elan``, ``lean`` (programs that only exist) and ``lake`` (the
+    given one, default the Lake stand-in), the toolchain the project pins, and the REPL and
+    Pantograph stand-ins (tests/standins) named by $LEANLOOP_REPL and $LEANLOOP_PANTOGRAPH.
+    For process handling only: none of them is Lean."""
+    import os
+    import sys
+
+    python = os.path.realpath(sys.executable)
+    home = tmp_path / "elan"
+    (home / "toolchains" / "leanprover--lean4---v4.9.0").mkdir(parents=True)
+    for name in ("elan", "lean"):
+        executable(home / "bin" / name, "true")
+    lake = lake or executable(home / "bin" / "lake", python, str(STANDINS / "lake_standin.py"))
+    if lake != home / "bin" / "lake":
+        executable(home / "bin" / "lake", str(lake))
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "lakefile.lean").write_text("import Lake\nopen Lake DSL\npackage project\n")
+    (project / "lean-toolchain").write_text("leanprover/lean4:v4.9.0\n")
+    repl = executable(tmp_path / "bin" / "repl", python, str(STANDINS / "repl_standin.py"))
+    pantograph = executable(
+        tmp_path / "bin" / "pantograph", python, str(STANDINS / "pantograph_standin.py")
+    )
+    monkeypatch.setenv("ELAN_HOME", str(home))
+    monkeypatch.setenv("PATH", f"{home / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv("LEANLOOP_REPL", str(repl))
+    monkeypatch.setenv("LEANLOOP_PANTOGRAPH", str(pantograph))
+    lake = home / "bin" / "lake"
+    return {"project": project, "lake": lake, "repl": repl, "pantograph": pantograph}

@@ -809,7 +809,7 @@ def test_the_pool_elaborates_the_imports_once_per_repl(transcripts):
     recorded answers (each recorded in a fresh REPL right after the import): the import is
     sent once, then each code in its environment; the recording refuses anything else."""
     from leanloop.lean.repl import ReplServer
-    from leanloop.lean.replay import ReplayTransport
+    from leanloop.lean.transcript import TranscriptTransport
     from leanloop.lean.verdict import Verdict
     from leanloop.lean.verification import PoolVerifier
 
@@ -820,10 +820,10 @@ def test_the_pool_elaborates_the_imports_once_per_repl(transcripts):
         (first["requests"][1], first["responses"][1]),
         (second["requests"][1], second["responses"][1]),
     ]
-    made: list[ReplayTransport] = []
+    made: list[TranscriptTransport] = []
 
     def factory(key):
-        made.append(ReplayTransport(exchanges, name="import once", ignore=("infotree",)))
+        made.append(TranscriptTransport(exchanges, name="import once", ignore=("infotree",)))
         return ReplServer(made[-1])
 
     codes = [f"import Mathlib\n{r['requests'][1]['cmd']}" for r in (first, second)]

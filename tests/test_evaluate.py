@@ -11,7 +11,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -34,13 +33,20 @@ def theorems(sample_dir):
 @pytest.fixture(scope="module")
 def local_ray():
     ray = pytest.importorskip("ray")
-    with loopback_ray(None):  # every Ray port on 127.0.0.1, as leanloop's own local Ray
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            _node_ip_address="127.0.0.1",
-        )
+    for attempt in range(3):  # Ray gives its own processes 30 s to start: a loaded machine
+        try:  # may need another try (the tests themselves wait on events)
+            with loopback_ray(None):  # every Ray port on 127.0.0.1, as leanloop's local Ray
+                ray.init(
+                    num_cpus=2,
+                    include_dashboard=False,
+                    logging_level=logging.WARNING,
+                    _node_ip_address="127.0.0.1",
+                )
+            break
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(exc):
+                raise
     # the workers receive this module's classes by value (they cannot import the tests)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     yield ray
@@ -60,7 +66,7 @@ def outcome(report: EvaluationReport) -> dict:
 
 class Stalling(ReplayServer):
     """Writes the id of its process (the worker's) to ``pidfile`` when asked to start
-    ``victim``, then waits there to be killed; with ``once``, only while no process has
+    ``victim``, then waits there until it is killed; with ``once``, only while no process has
     stalled before (a marker beside the pid file says one has)."""
 
     def __init__(self, dataset, victim: str, pidfile: str, once: bool = False) -> None:
@@ -71,29 +77,40 @@ class Stalling(ReplayServer):
         marker = Path(self.pidfile + ".stalled")
         if theorem.full_name == self.victim and not (self.once and marker.exists()):
             marker.touch()
-            Path(self.pidfile).write_text(str(os.getpid()))
-            time.sleep(120)
+            written = Path(f"{self.pidfile}.{os.getpid()}")
+            written.write_text(str(os.getpid()))
+            os.replace(written, self.pidfile)  # the pid file appears whole, never half written
+            threading.Event().wait()  # until the killer kills this process
         return super().start_recorded(theorem)
 
 
-def kill_when_stalled(pidfile: Path, times: int = 1) -> threading.Thread:
-    """Kill (SIGKILL, from outside) the worker that wrote ``pidfile``, once it has; ``times``
-    workers in turn."""
+class Killer:
+    """Kills (SIGKILL, from outside) the worker that wrote ``pidfile``, each time one does, up
+    to ``times`` workers in turn, until ``stop()``: it waits on the pid file appearing, not on
+    a time. ``killed`` counts the workers killed."""
 
-    def killer() -> None:
-        for _ in range(times):
-            deadline = time.monotonic() + 60
-            while not pidfile.exists() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if not pidfile.exists():
-                return
-            pid = int(pidfile.read_text())
-            pidfile.unlink()
+    def __init__(self, pidfile: Path, times: int = 1) -> None:
+        self.pidfile, self.times = pidfile, times
+        self.killed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while self.killed < self.times:
+            while not self.pidfile.exists():
+                if self._stop.wait(0.05):  # between looks at the file: the run may be over
+                    return
+            pid = int(self.pidfile.read_text())
+            self.pidfile.unlink()
             os.kill(pid, signal.SIGKILL)
+            self.killed += 1
 
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
-    return thread
+    def stop(self) -> int:
+        """End the killer (the run it watched is over) and give the workers it killed."""
+        self._stop.set()
+        self._thread.join()
+        return self.killed
 
 
 def test_two_ray_workers_give_the_sequential_results(local_ray, sample_dir, theorems, tmp_path):
@@ -119,11 +136,11 @@ def test_a_theorem_whose_worker_is_killed_is_given_to_another(
     database = DynamicDatabase(tmp_path / "crash.db")
     pidfile = tmp_path / "victim.pid"
     stalling = functools.partial(Stalling, sample_dir, victim, str(pidfile), True)
-    killer = kill_when_stalled(pidfile)
+    killer = Killer(pidfile)
     report = evaluate(
         theorems[:6], prover(sample_dir), stalling, num_workers=2, database=database, run="c"
     )
-    killer.join(5)
+    assert killer.stop() == 1
     assert (tmp_path / "victim.pid.stalled").exists()  # its first worker was killed
     stored = {a.full_name: a for a in database.get_attempts("c")}
     assert len(stored) == 6  # each theorem once: the lost one was made again, not twice stored
@@ -140,11 +157,11 @@ def test_a_theorem_that_keeps_killing_its_workers_is_an_error(
     database = DynamicDatabase(tmp_path / "crash.db")
     pidfile = tmp_path / "victim.pid"
     stalling = functools.partial(Stalling, sample_dir, victim, str(pidfile))
-    killer = kill_when_stalled(pidfile, times=LOST_RETRIES + 1)
+    killer = Killer(pidfile, times=LOST_RETRIES + 1)
     report = evaluate(
         theorems[:6], prover(sample_dir), stalling, num_workers=2, database=database, run="c"
     )
-    killer.join(5)
+    assert killer.stop() == LOST_RETRIES + 1  # each worker that took it was killed
     stored = {a.full_name: a for a in database.get_attempts("c")}
     assert len(stored) == 6
     assert stored[victim].status is AttemptStatus.ERROR

@@ -263,44 +263,45 @@ def test_an_answer_that_shows_nothing_takes_the_servers_convention(transcripts, 
     answer = transcript["responses"][1]  # Lean's error at the `_` of `simpa [] using h _`
     lines = code.split("\n")
     memo = ServerConvention()
-    (first,) = memo.read([(code, answer)])
+    read = check_result_of(answer)  # Kimina's answer read once, its lines as given
+    (first,) = memo.read([(code, read)])
     assert first is not None and first.basis == "default" and first.convention is Convention.WHOLE
     sorry_code = next(iter(gap_answers))
-    shown, again = memo.read([(sorry_code, gap_answers[sorry_code]), (code, answer)])
+    shown, again = memo.read([(sorry_code, check_result_of(gap_answers[sorry_code])), (code, read)])
     assert shown is not None and shown.basis == "evidence" and shown.learnable
     assert memo.learned is Convention.AFTER_HEADER
     assert again is not None and again.basis == "default"
     assert again.convention is Convention.AFTER_HEADER
     (error,) = check_result_of(answer, again.lines).messages
     assert error.line is not None and lines[error.line - 1][error.column : error.end_column] == "_"
-    assert read_positions(code, answer).convention is Convention.WHOLE  # alone, the default
+    assert read_positions(code, read).convention is Convention.WHOLE  # alone, the default
 
 
 def test_positions_past_the_code_rule_a_convention_out(transcripts):
     """Lean's unsolved-goals error names nothing, but only one convention keeps it in the code."""
     transcript = transcripts["Mathlib/test/H20231115_3"]
     code = f"{transcript['requests'][0]['cmd']}\n\n{transcript['requests'][1]['cmd']}\n"
-    reading = read_positions(code, transcript["responses"][1])
+    reading = read_positions(code, check_result_of(transcript["responses"][1]))
     assert (reading.convention, reading.basis, reading.lines) == (
         Convention.AFTER_HEADER,
         "bounds",
         2,
     )
     moved = shifted(transcript["responses"][1], 2)
-    assert read_positions(code, moved).convention is Convention.WHOLE
+    assert read_positions(code, check_result_of(moved)).convention is Convention.WHOLE
 
 
 def test_leanlooops_own_server_answers_in_the_whole_code(transcripts):
     """``leanloop serve``'s ``/verify`` (Lean's recorded answers through its REPL pool) is read
     as counting from the code's first line, and its sorry lands in the declaration."""
     from leanloop.lean.repl import ReplServer
-    from leanloop.lean.replay import ReplayTransport
+    from leanloop.lean.transcript import TranscriptTransport
     from leanloop.serve import ServeConfig, create_app
 
     recording = transcripts["Mathlib/test/exact"]
     exchanges = list(zip(recording["requests"][:2], recording["responses"][:2], strict=True))
     config = ServeConfig.from_dict({"lean": {"project": "/nonexistent", "max_repls": 1}})
-    recorded = ReplayTransport(exchanges, ignore=("infotree",))  # recorded without one
+    recorded = TranscriptTransport(exchanges, ignore=("infotree",))  # recorded without one
     app = create_app(config, verifier_factory=lambda key: ReplServer(recorded))
     code = "import Mathlib\n\ntheorem test : 0 < 1 := by sorry"
     with live_server(app) as url:

@@ -24,8 +24,8 @@ from leanloop.lean.audit import AuditedCode, Outcome, judge
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import ProtocolError
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.server import CheckResult, LeanMessage
+from leanloop.lean.transcript import TranscriptTransport
 from tests.audit_standin import audited_answer, infotree_json, standin_account
 
 POLICY = AxiomPolicy()
@@ -48,7 +48,7 @@ def test_a_check_on_the_repl_asks_for_the_infotree_and_reads_it(transcripts):
     """``check`` sends exactly the recorded request (the code, ``"infotree": "full"``)."""
     recorded = transcripts["infotree_theorem"]
     request, answer = recorded["requests"][0], recorded["responses"][0]
-    server = ReplServer(ReplayTransport([(request, answer)]))
+    server = ReplServer(TranscriptTransport([(request, answer)]))
     result = server.check(request["cmd"])
     assert result.accepted and [c.kind for c in result.commands] == [
         DECLARATION[0],
@@ -71,7 +71,7 @@ def test_a_check_on_the_repl_asks_for_the_infotree_and_reads_it(transcripts):
 def test_an_infotree_leanloop_cannot_place_is_a_protocol_error(transcripts, infotree):
     recorded = transcripts["infotree_theorem"]
     request = recorded["requests"][0]
-    server = ReplServer(ReplayTransport([(request, {"env": 0, "infotree": infotree})]))
+    server = ReplServer(TranscriptTransport([(request, {"env": 0, "infotree": infotree})]))
     with pytest.raises(ProtocolError, match="infotree"):
         server.check(request["cmd"])
 

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import pytest
 
-from leanloop.lean.errors import LeanRequestError, ServerCrashed
+from leanloop.lean.account import place
+from leanloop.lean.errors import LeanRequestError, ProtocolError, ServerCrashed, Unsupported
 from leanloop.lean.pantograph import PantographServer
 from leanloop.lean.protocol import pantograph as proto
-from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed, TheoremSource
+from leanloop.lean.transcript import TranscriptTransport
 from leanloop.lean.transport import Transport
 from leanloop.lean.verdict import Verdict
 
@@ -36,7 +37,7 @@ class Capture(Transport):
     every further request and fails as a dead process would."""
 
     def __init__(self, recorded=()):
-        self.recorded = ReplayTransport(list(recorded), name="Pantograph")
+        self.recorded = TranscriptTransport(list(recorded), name="Pantograph")
         self.requests = []
         self.generation = 1
 
@@ -84,19 +85,44 @@ def test_goal_tactic_on_one_goal(server):
 
 
 def test_frontend_for_check_and_theorems(server):
+    """Code whose imports the process did not start with is sent whole, for Pantograph to
+    elaborate its header (without ``readHeader`` an ``import`` there is an error)."""
     with pytest.raises(ServerCrashed):
         server.check("import Mathlib\ntheorem t : 1 = 1 := rfl")
     assert sent(server) == (
         "frontend.process",
-        {"file": "import Mathlib\ntheorem t : 1 = 1 := rfl"},
+        {"file": "import Mathlib\ntheorem t : 1 = 1 := rfl", "readHeader": True},
     )
     source = TheoremSource("Foo.t", "Foo.lean", "import Foo.Base\n", "(n : Nat) : n = n")
     with pytest.raises(ServerCrashed):
         server.start_theorem(source)
     assert sent(server) == (
         "frontend.process",
-        {"file": "import Foo.Base\n\nexample (n : Nat) : n = n := by sorry\n", "sorrys": True},
+        {
+            "file": "import Foo.Base\n\nexample (n : Nat) : n = n := by sorry\n",
+            "readHeader": True,
+            "sorrys": True,
+        },
     )
+    with pytest.raises(ServerCrashed):
+        server.check("theorem t : 1 = 1 := rfl")  # no imports: the process's environment
+    assert sent(server) == ("frontend.process", {"file": "theorem t : 1 = 1 := rfl"})
+
+
+def test_code_whose_imports_the_process_holds_is_sent_without_them():
+    server = PantographServer(Capture(), modules=("Mathlib", "Foo.Base"))
+    with pytest.raises(ServerCrashed):
+        server.check("import Mathlib\nimport Foo.Base\n\ntheorem t : 1 = 1 := rfl")
+    assert sent(server) == ("frontend.process", {"file": "theorem t : 1 = 1 := rfl"})
+
+
+def test_tactics_and_an_infotree_are_refused_before_anything_is_sent(server):
+    for asked in ({"all_tactics": True}, {"infotree": "full"}):
+        with pytest.raises(Unsupported) as refused:
+            server.elaborate("theorem t : 1 = 1 := rfl", **asked)
+        assert "pantograph backend cannot give" in refused.value.message
+        assert "\n" not in refused.value.message and "--lean repl" in refused.value.hint
+    assert server.transport.requests == []
 
 
 def test_release_and_options(server):
@@ -295,3 +321,41 @@ def test_check_of_a_file_without_messages_is_accepted():
     result = server.check(code)
     assert server.transport.requests == [("frontend.process", {"file": code})]
     assert result.verdict is Verdict.ACCEPTED and result.messages == ()
+
+
+# leanprover/Pantograph, Test/Integration.lean: the compilation units' boundaries
+
+
+def test_the_units_boundaries_are_lean_s_account_of_the_commands():
+    # test_import_open: frontend.process of this header with readHeader (and inheritEnv, which
+    # changes the environment kept afterwards, not the answer): the imports are no unit
+    code = "import Init\nopen Nat\nuniverse u"
+    assert len(code.encode("utf-8")) == 31  # the header's utf8ByteSize there: the last end
+    server = PantographServer(
+        Answering({"units": [{"boundary": [12, 21]}, {"boundary": [21, 31]}]}), modules=()
+    )
+    result = server.check(code)
+    assert server.transport.requests == [("frontend.process", {"file": code, "readHeader": True})]
+    assert result.verdict is Verdict.ACCEPTED
+    assert [(c.kind, c.line, c.column, c.end_line, c.end_column) for c in result.commands] == [
+        (None, 2, 0, 2, 8),
+        (None, 3, 0, 3, 10),
+    ]
+    placed = place(result.commands, code)
+    assert [code[p.start : p.end] for p in placed] == ["open Nat", "universe u"]
+
+
+def test_the_boundaries_count_bytes():
+    # test_frontend_process: one unit spanning the file, its end at the file's utf8ByteSize (the
+    # answer as Pantograph gives it without the invocations file that test also asked for)
+    code = "example : ∀ (p q: Prop), p → p ∨ q := by\n  intro p q h\n  exact Or.inl h"
+    size = len(code.encode("utf-8"))
+    assert size == len(code) + 6  # ∀, → and ∨: three bytes each
+    server = PantographServer(Answering({"units": [{"boundary": [0, size]}]}))
+    (command,) = server.check(code).commands
+    assert (command.line, command.column) == (1, 0)
+    assert (command.end_line, command.end_column) == (3, len("  exact Or.inl h"))
+    with pytest.raises(ProtocolError, match="not in the code"):
+        PantographServer(Answering({"units": [{"boundary": [0, size + 1]}]})).check(code)
+    with pytest.raises(ProtocolError, match="splits a character"):
+        PantographServer(Answering({"units": [{"boundary": [0, 11]}]})).check(code)

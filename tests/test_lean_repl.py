@@ -11,13 +11,13 @@ import pytest
 from leanloop.lean.errors import LeanRequestError, ProtocolError, StaleStateError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.repl import ReplClient, ReplServer, split_header
-from leanloop.lean.replay import ReplayMismatch, ReplayTransport
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed
+from leanloop.lean.transcript import TranscriptMismatch, TranscriptTransport
 from leanloop.lean.verdict import Verdict
 
 
-def replay(transcript) -> ReplayTransport:
-    return ReplayTransport(
+def replay(transcript) -> TranscriptTransport:
+    return TranscriptTransport(
         list(zip(transcript["requests"], transcript["responses"], strict=False)),
         name=transcript["name"],
         ignore=("infotree",),  # recorded without it: check() asks for it, these answers lack it
@@ -46,7 +46,7 @@ def test_every_transcript_passes_through_the_client(transcripts):
                 pickling += 1
             else:
                 exchanges.append((raw_request, raw_answer))
-        transport = ReplayTransport(exchanges, name=transcript["name"])
+        transport = TranscriptTransport(exchanges, name=transcript["name"])
         client = ReplClient(transport)
         for raw_request, raw_answer in exchanges:
             request = proto.parse_request(raw_request)
@@ -76,7 +76,7 @@ def test_typed_fields_are_reachable(transcripts):
 def test_replay_rejects_a_different_request(transcripts):
     transport = replay(transcripts["proof_branching"])
     client = ReplClient(transport)
-    with pytest.raises(ReplayMismatch, match="differs from the recording"):
+    with pytest.raises(TranscriptMismatch, match="differs from the recording"):
         client.command("theorem other : True := by sorry")
 
 
@@ -174,7 +174,7 @@ def test_check_verdicts_on_recorded_answers(transcripts, name, index, verdict):
     request = transcript["requests"][index]
     assert set(request) == {"cmd"}
     recording = [(request, transcript["responses"][index])]
-    server = ReplServer(ReplayTransport(recording, ignore=("infotree",)))
+    server = ReplServer(TranscriptTransport(recording, ignore=("infotree",)))
     result = server.check(request["cmd"])
     assert result.verdict is verdict
     assert result.commands is None  # recorded without an infotree: no account of the commands

@@ -8,8 +8,8 @@ import pytest
 from leanloop.errors import LeanloopError
 from leanloop.lean.goals import goal_to_source, parse_goal
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayTransport
 from leanloop.lean.server import ProofState
+from leanloop.lean.transcript import TranscriptTransport
 from leanloop.trainer.lean_reward import LeanCheckedReward
 from tests.audit_standin import audit_request, audited_answer
 
@@ -31,7 +31,7 @@ class Audited(ReplServer):
 
 def replayed(transcript, count=None, axioms=("propext",)):
     pairs = list(zip(transcript["requests"], transcript["responses"], strict=False))
-    return Audited(ReplayTransport(pairs[:count], name=transcript["name"]), axioms)
+    return Audited(TranscriptTransport(pairs[:count], name=transcript["name"]), axioms)
 
 
 def chat(text):
@@ -89,7 +89,7 @@ def test_a_tactic_that_changes_nothing_earns_nothing(transcripts):
             assert code == statement["cmd"]
             return [ProofState(sorry["proofState"], (sorry["goal"],), self.generation, id(self))]
 
-    server = Recorded(ReplayTransport(exchanges[5:7], name=recording["name"]), axioms=())
+    server = Recorded(TranscriptTransport(exchanges[5:7], name=recording["name"]), axioms=())
     reward = LeanCheckedReward(server, unchanged=-0.25)
     assert reward([chat('trace "37"'), chat("simp")], state=["⊢ f = 37"] * 2) == [-0.25, 1.0]
     assert server.client.transport.finished

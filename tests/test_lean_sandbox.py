@@ -1,5 +1,6 @@
 """The sandbox of the Lean processes that check code, through the real launch paths
-(``ReplServer.launch``, ``ReplLauncher``, ``PantographServer.launch``) with stand-in processes
+(``ReplServer.launch``, ``open_servers`` of every backend in the registry,
+``PantographServer.launch``) with stand-in processes
 (``tests/standins``) for the REPL, Pantograph and ``lake``: every escape a stand-in tries fails
 (checked from outside: the listener got no connection, the files do not exist, no process ran),
 its scratch directory is writable and removed afterwards, threads work, and the process still
@@ -22,14 +23,15 @@ import pytest
 
 from leanloop.errors import LeanloopError
 from leanloop.lean import sandbox as sandbox_module
+from leanloop.lean.backends import BACKENDS, Launcher, LeanOptions, open_servers
 from leanloop.lean.errors import SandboxUnavailable
-from leanloop.lean.launch import ReplLauncher
 from leanloop.lean.pantograph import PantographServer
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.repl import ReplServer
 from leanloop.lean.sandbox import SandboxConfig, sandbox_problem
 from leanloop.lean.seccomp import seccomp_filter
 from leanloop.settings import Settings
+from tests.helpers import lean_standins
 
 STANDINS = Path(__file__).parent / "standins"
 PYTHON = os.path.realpath(sys.executable)
@@ -208,8 +210,8 @@ def test_only_lean_s_environment_and_paths_are_visible(bwrap_works, lean, monkey
 
 def test_launcher_pool_and_pantograph_are_sandboxed(bwrap_works, lean, listener):
     port = listener.getsockname()[1]
-    launcher = ReplLauncher(
-        lean["project"], lean["repl"], lake=str(lean["lake"]), timeout=30, sandbox=CONFIG
+    launcher = Launcher(
+        "repl", lean["project"], lean["repl"], str(lean["lake"]), LeanOptions(sandbox=CONFIG)
     )
     with ServerPool(launcher, max_servers=1) as pool, pool.lease("key") as server:
         answer = server.client.transport.exchange({"cmd": "escape", "port": port, "outside": []})
@@ -224,6 +226,28 @@ def test_launcher_pool_and_pantograph_are_sandboxed(bwrap_works, lean, listener)
     assert answer["spawn"]["subprocess"].startswith("PermissionError")
     assert answer["tcp"] != "done" and answer["thread"] == "done"
     assert not connected(listener)
+
+
+STARTING_LEAN = [name for name, entry in BACKENDS.items() if entry.executable is not None]
+
+
+@pytest.mark.parametrize("name", STARTING_LEAN)
+def test_every_backend_the_registry_starts_is_sandboxed(
+    bwrap_works, lean, listener, monkeypatch, name
+):
+    standins = lean_standins(lean["tmp"] / "installed", monkeypatch, lake=lean["lake"])
+    monkeypatch.setenv("LEANLOOP_REPL", str(lean["repl"]))  # the stand-ins that try to escape
+    monkeypatch.setenv("LEANLOOP_PANTOGRAPH", str(lean["pantograph"]))
+    launcher = open_servers(name, standins["project"], LeanOptions(timeout=30, sandbox=CONFIG))
+    assert launcher.sandbox.enabled is True
+    escape = {"port": listener.getsockname()[1], "outside": []}
+    with launcher() as server:
+        if isinstance(server, ReplServer):
+            answer = server.client.transport.exchange({"cmd": "escape", **escape})
+        else:
+            answer = server.transport.exchange(("escape", escape))  # type: ignore[attr-defined]
+    assert answer["spawn"]["subprocess"].startswith("PermissionError")
+    assert answer["tcp"] != "done" and not connected(listener)
 
 
 def test_a_process_outlives_the_thread_that_started_it(bwrap_works, lean):
@@ -249,8 +273,8 @@ def test_without_bubblewrap_starting_is_refused_unless_turned_off(lean, monkeypa
     missing = SandboxConfig(enabled=None, bwrap=str(lean["tmp"] / "no-such-bwrap"))
     for start in (
         lambda: launch(lean, missing),
-        lambda: ReplLauncher(
-            lean["project"], lean["repl"], lake=str(lean["lake"]), sandbox=missing
+        lambda: Launcher(
+            "repl", lean["project"], lean["repl"], str(lean["lake"]), LeanOptions(sandbox=missing)
         )(),
         lambda: PantographServer.launch(
             lean["project"], lean["pantograph"], lake=lean["lake"], sandbox=missing

@@ -25,7 +25,6 @@ from leanloop.data.records import AttemptStatus, Pos, Repository, Theorem, Theor
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayMismatch
 from leanloop.lean.server import (
     CheckResult,
     LeanMessage,
@@ -34,6 +33,7 @@ from leanloop.lean.server import (
     ProofState,
     TacticFailed,
 )
+from leanloop.lean.transcript import TranscriptMismatch
 from leanloop.prover.recorded import RecordedProver
 from leanloop.prover.replay import ReplayServer
 from tests.audit_standin import audited_answer, without_audit
@@ -92,7 +92,7 @@ class RecordedVerdicts:
             try:
                 messages = list(self.repl.check(body).messages)
                 self.recorded.append(body)
-            except ReplayMismatch:  # no recorded answer: leanloop's own verdict object
+            except TranscriptMismatch:  # no recorded answer: leanloop's own verdict object
                 messages = []
         return audited_answer(code, messages, AXIOMS)
 

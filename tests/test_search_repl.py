@@ -14,8 +14,8 @@ from leanloop.data.records import AttemptStatus, Pos, Theorem
 from leanloop.errors import LeanloopError
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayMismatch
 from leanloop.lean.server import LeanMessage, TheoremSource
+from leanloop.lean.transcript import TranscriptMismatch
 from leanloop.lean.transport import Transport
 from leanloop.ml.protocols import GeneratedTactic
 from leanloop.prover.base import BaseProver
@@ -33,7 +33,7 @@ from tests.audit_standin import (
 class Recorded(Transport):
     """Answers a request with the answer recorded for an equal request, in any order and as
     often as it is sent (a proof replayed from a fresh start sends its requests again); any
-    other request is a ReplayMismatch. ``crash_on`` makes one tactic fail like a dead server."""
+    other request is a TranscriptMismatch. ``crash_on`` makes one tactic fail like a dead server."""
 
     generation = 1
 
@@ -56,7 +56,9 @@ class Recorded(Transport):
         for recorded, answer in self.exchanges:
             if recorded == asked:
                 return answer
-        raise ReplayMismatch(f"no recorded answer for {json.dumps(request, ensure_ascii=False)}")
+        raise TranscriptMismatch(
+            f"no recorded answer for {json.dumps(request, ensure_ascii=False)}"
+        )
 
 
 class Audited(Recorded):

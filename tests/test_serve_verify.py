@@ -12,7 +12,7 @@ import pytest
 
 from leanloop.lean.errors import RequestTimeout
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayTransport
+from leanloop.lean.transcript import TranscriptTransport
 from leanloop.lean.transport import Transport
 from leanloop.serve import ServeConfig, create_app
 from leanloop.serve.kimina import VerifyResponse
@@ -27,7 +27,7 @@ class TimedReplay(Transport):
     force at each exchange (``ProcessTransport`` reads its ``timeout`` the same way)."""
 
     def __init__(self, exchanges, timeout: float = 300.0) -> None:
-        self.replay = ReplayTransport(exchanges, ordered=False)
+        self.replay = TranscriptTransport(exchanges, ordered=False)
         self.timeout = timeout
         self.seen: list[float] = []
         self.generation = 1

@@ -12,7 +12,7 @@ from leanloop.lean.elaboration import SorrySite
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.project import open_project
 from leanloop.lean.repl import ReplServer
-from leanloop.lean.replay import ReplayTransport
+from leanloop.lean.transcript import TranscriptTransport
 from leanloop.lean.transport import Transport
 from leanloop.tracing.premises import PremiseLocation, annotate
 from leanloop.tracing.project import trace_project
@@ -56,7 +56,7 @@ def project(tmp_path, transcripts):
 
 def replaying(exchanges):
     def factory(_key):
-        return ReplServer(ReplayTransport(exchanges, ordered=False, name="trace"))
+        return ReplServer(TranscriptTransport(exchanges, ordered=False, name="trace"))
 
     return factory
 
@@ -98,7 +98,7 @@ def test_a_failing_file_does_not_stop_the_trace(project, tmp_path):
         def exchange(self, request):
             if "calc" in request["cmd"]:
                 raise ServerCrashed("the Lean REPL exited with status 137")
-            return ReplayTransport(exchanges, ordered=False).exchange(request)
+            return TranscriptTransport(exchanges, ordered=False).exchange(request)
 
     trace = Tracer(lean_project, server_factory=lambda _k: ReplServer(Crashing())).trace()
     assert list(trace.failures) == ["Calc.lean"] and "137" in trace.failures["Calc.lean"]
@@ -176,3 +176,16 @@ def test_premise_marks_reproduce_leandojo_annotations(sample_dir):
             assert marked == step.annotated_tactic, theorem.full_name
             steps += 1
     assert steps == 435
+
+
+def test_trace_options_are_checked_and_a_backend_that_cannot_trace_is_refused(project, tmp_path):
+    from leanloop.errors import LeanloopError
+    from leanloop.lean.errors import Unsupported
+
+    lean_project, _ = project
+    with pytest.raises(LeanloopError, match="option 'worker'"):
+        trace_project(lean_project, server_factory=replaying([]), worker=2)
+    with pytest.raises(LeanloopError, match="option 'workers'"):
+        trace_project(lean_project, server_factory=replaying([]), workers=0)
+    with pytest.raises(Unsupported, match="pantograph backend cannot give every tactic"):
+        trace_project(lean_project, lean="pantograph", cache_dir=tmp_path)

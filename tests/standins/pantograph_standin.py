@@ -3,7 +3,8 @@
 It exists to test process handling only: its answers echo the command and are not Lean output;
 nothing a test learns from it is a proof result. Flags: --never-ready (prints nothing),
 --chatter (prints lines that are not 'ready.' and never becomes ready), --slow-ready SECONDS.
-Commands: 'sleep' hangs, 'die' exits with status 5, 'garbage' prints a non-JSON line.
+Commands: 'sleep' hangs, 'die' exits with status 5, 'garbage' prints a non-JSON line. Every
+answer carries the arguments the process was started with ("args": the modules to import).
 """
 
 import json
@@ -39,5 +40,6 @@ for line in sys.stdin:
         "payload": json.loads(payload or "{}"),
         "pid": os.getpid(),
         "count": count,
+        "args": args,
     }
     print(json.dumps(answer), flush=True)

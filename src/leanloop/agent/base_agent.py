@@ -264,7 +264,7 @@ class BaseAgent(ABC):
         Raises:
             LeanloopError: The agent has no trainer, or its model is not trained yet.
         """
-        from leanloop.agent import evaluation
+        import leanloop.agent.evaluation as evaluation
         from leanloop.trainer.hf_common import HFCurriculumTrainer
         from leanloop.trainer.progress import ProgressTrainer
         from leanloop.trainer.retrieval import RetrievalTrainer
@@ -334,7 +334,7 @@ class BaseAgent(ABC):
         """
         from leanloop.agent.proving import prove_sorries
         from leanloop.agent.repositories import require_lean
-        from leanloop.lean.launch import ReplLauncher
+        from leanloop.lean.backends import LeanOptions, open_servers
 
         if not self.repos:
             raise LeanloopError(
@@ -348,12 +348,10 @@ class BaseAgent(ABC):
         if any(e.has_project for e in self.repos):
             require_lean()  # before a repository is cloned again
         projects = {e.repository: e.open_project() for e in self.repos if e.has_project}
+        config = self.prover_config
+        options = LeanOptions(timeout=config.tactic_timeout, sandbox=config.sandbox)
         launchers = {  # Lean is needed: say so before any model loads
-            repository: ReplLauncher.for_project(
-                project,
-                timeout=self.prover_config.tactic_timeout,
-                sandbox=self.prover_config.sandbox,
-            )
+            repository: open_servers(config.lean_backend, project, options)
             for repository, project in projects.items()
         }
         prover = self._setup_prover()

@@ -32,7 +32,7 @@ from leanloop.words import count_of, plural
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
-    from leanloop.lean.launch import ReplLauncher
+    from leanloop.lean.backends import Launcher
 
 log = logging.getLogger(__name__)
 
@@ -318,7 +318,7 @@ def prove_sorries(
 
     The theorems go through the proving engine (:func:`leanloop.prover.run.run_proofs`) with
     servers from ``servers`` — a ``ServerPool`` (kept open), a maker of servers, or None for
-    Lean REPLs in ``project_root`` (a ``ReplLauncher``) — by search or, with
+    Lean servers in ``project_root`` (a ``Launcher``) — by search or, with
     ``mode="whole"``, whole proofs; each theorem's attempts (``prover.config.num_attempts``)
     stop at the first proof.
 
@@ -412,18 +412,19 @@ def prove_sorries(
     return report
 
 
-def _launcher(root: Path, config: ProverConfig) -> ReplLauncher:
-    from leanloop.lean.launch import ReplLauncher
+def _launcher(root: Path, config: ProverConfig) -> Launcher:
+    from leanloop.lean.backends import LeanOptions, open_servers
 
-    return ReplLauncher.for_project(root, timeout=config.tactic_timeout, sandbox=config.sandbox)
+    options = LeanOptions(timeout=config.tactic_timeout, sandbox=config.sandbox)
+    return open_servers(config.lean_backend, root, options)
 
 
 def _worktree_servers(servers: Servers, root: Path) -> WorktreeServers:
     """REPLs started in a branch's worktree, after giving it the project's build and building
-    what differs there (the default when ``servers`` is a ``ReplLauncher``)."""
-    from leanloop.lean.launch import ReplLauncher
+    what differs there (the default when ``servers`` is a ``Launcher``)."""
+    from leanloop.lean.backends import Launcher
 
-    if not isinstance(servers, ReplLauncher):
+    if not isinstance(servers, Launcher):
         raise LeanloopError(
             "--branch: proofs are checked in the branch's own worktree, and leanloop cannot "
             "start the given Lean servers there",

@@ -10,17 +10,15 @@ import sys
 import typer
 from rich.markup import escape
 
-from leanloop.cli import (
-    common,
-    data_cmd,
-    db_cmd,
-    evaluate_cmd,
-    lean_cmd,
-    prove_cmd,
-    run_cmd,
-    serve_cmd,
-    train_cmd,
-)
+import leanloop.cli.common as common
+import leanloop.cli.data_cmd as data_cmd
+import leanloop.cli.db_cmd as db_cmd
+import leanloop.cli.evaluate_cmd as evaluate_cmd
+import leanloop.cli.lean_cmd as lean_cmd
+import leanloop.cli.prove_cmd as prove_cmd
+import leanloop.cli.run_cmd as run_cmd
+import leanloop.cli.serve_cmd as serve_cmd
+import leanloop.cli.train_cmd as train_cmd
 from leanloop.cli.common import err_console, new_app
 from leanloop.errors import LeanloopError
 

@@ -92,7 +92,7 @@ def prove_benchmark(request, asked: BenchmarkRequest) -> None:
         _search(request, asked, bench, problems, config, database)
         return
     sampler = _sampler(request, config)
-    verifier = _verifier(asked.verifier, asked.project, config)  # Lean is checked here
+    verifier = _verifier(asked.verifier, asked.project, config, request.settings)  # Lean here
     database = open_database(request.db)
     database.add_repository(bench.repository(), bench.iter_theorems())
     kind = asked.verifier.partition(":")[0]
@@ -220,7 +220,7 @@ def _sampler(request, config: BenchmarkConfig):
     )
 
 
-def _verifier(spec: str, project: str | None, config: BenchmarkConfig):
+def _verifier(spec: str, project: str | None, config: BenchmarkConfig, settings=None):
     kind, _, argument = spec.partition(":")
     if kind == "recorded" and argument:
         from leanloop.lean.verification import RecordedVerifier
@@ -243,6 +243,7 @@ def _verifier(spec: str, project: str | None, config: BenchmarkConfig):
             )
         launcher = lean_launcher(
             user_path(project),
+            settings,
             timeout=config.timeout,
             memory_limit_mb=config.memory_limit_mb,
             instead=KIMINA,

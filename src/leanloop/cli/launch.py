@@ -9,7 +9,7 @@ import socket
 
 import typer
 
-from leanloop.cli import common
+import leanloop.cli.common as common
 from leanloop.errors import LeanloopError
 from leanloop.ml import distributed
 

@@ -86,6 +86,7 @@ TRACE_FIELDS = {
     "build": (bool, True),
     "deps": (bool, False),
     "timeout": (float, 1800.0),
+    "lean": (str, "repl"),
 }
 
 
@@ -118,6 +119,14 @@ def trace(
     timeout: float | None = typer.Option(
         None, "--timeout", metavar="SECONDS", help="Seconds allowed per file [default: 1800]."
     ),
+    lean: str | None = typer.Option(
+        None,
+        "--lean",
+        metavar="BACKEND",
+        help="The Lean backend that traces; it must report every tactic (repl does, "
+        "pantograph does not and is refused) [default: repl].",
+        show_default=False,
+    ),
     config: Path | None = CONFIG_OPTION,
 ) -> None:
     """Trace a Lean project (theorems, tactic states, premises, sorries) into the database."""
@@ -134,10 +143,14 @@ def trace(
             "build": build,
             "deps": deps,
             "timeout": timeout,
+            "lean": lean,
         },
     )
     if not s.project:
         raise LeanloopError("no project to trace", hint="give PROJECT, or 'project' in --config")
+    from leanloop.lean.backends import backend
+
+    backend(s.lean, needs=("tactics",))  # a backend that cannot trace is refused first
     database = open_database(s.db)
     watch = TraceWatch()
     with on_interrupt(watch.note), progress_bar(f"tracing {s.project}") as bar:
@@ -150,6 +163,7 @@ def trace(
             build_deps=s.deps,
             workers=s.workers,
             timeout=s.timeout,
+            lean=s.lean,
             progress=update,
         )
     counts = report.counts

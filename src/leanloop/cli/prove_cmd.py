@@ -7,6 +7,7 @@ Markdown)."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Callable
@@ -202,6 +203,13 @@ def prove(
     out: str = typer.Option(
         "build/prove", "--out", metavar="DIR", help="Where the report (JSON and PNG) goes."
     ),
+    lean: str | None = typer.Option(
+        None,
+        "--lean",
+        metavar="repl|pantograph",
+        help="The Lean backend leanloop starts (lean_backend of the config) [default: repl].",
+        show_default=False,
+    ),
 ) -> None:
     """Prove the theorems of a dataset split and report pass@1, outcomes and times; with
     --benchmark, sample whole proofs of a benchmark's statements and report pass@k; or, with
@@ -209,13 +217,16 @@ def prove(
     accepts."""
     mode = mode or (ProofMode.WHOLE if benchmark is not None else ProofMode.SEARCH)
     prover_config = config is not None and (benchmark is None or mode is ProofMode.SEARCH)
+    settings = (
+        ProverConfig.from_yaml(user_path(config))
+        if prover_config and config is not None
+        else ProverConfig()
+    )
+    if lean is not None:
+        settings = dataclasses.replace(settings, lean_backend=lean)
     request = ProveRequest(
         generator=generator or ("recorded" if replay else None),
-        settings=(
-            ProverConfig.from_yaml(user_path(config))
-            if prover_config and config is not None
-            else ProverConfig()
-        ),
+        settings=settings,
         mode=mode,
         db=db,
         run=run,
@@ -434,25 +445,25 @@ def lean_launcher(
     memory_limit_mb: float | None = None,
     instead: str | None = REPLAY_INSTEAD,
 ):
-    """The Lean REPLs of a project (each request bounded by ``timeout``, else the tactic
-    timeout of ``settings``), after checking that Lean is there (a machine without Lean hears
-    that first, in one line: what is missing, how to install it, and what to do ``instead``);
-    with no project, only the check of elan, lake and lean (the REPL is looked for in the
-    project)."""
+    """The Lean servers of a project, of the backend ``settings`` names (each request bounded
+    by ``timeout``, else the tactic timeout of ``settings``), after checking that Lean is there
+    (a machine without Lean hears that first, in one line: what is missing, how to install it,
+    and what to do ``instead``); with no project, only the check of elan, lake and lean (the
+    backend is looked for in the project)."""
+    from leanloop.lean.backends import LeanOptions, open_servers
     from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
-    from leanloop.lean.launch import ReplLauncher
     from leanloop.lean.toolchain import require_tools
 
     try:
         if root is None:
             return require_tools()
         config = settings or ProverConfig()
-        return ReplLauncher.for_project(
-            root,
+        options = LeanOptions(
             timeout=config.tactic_timeout if timeout is None else timeout,
             memory_limit_mb=memory_limit_mb,
             sandbox=config.sandbox,
         )
+        return open_servers(config.lean_backend, root, options)
     except (ToolchainNotFound, ServerNotFound) as exc:
         hint = "; ".join(h for h in (exc.hint, f"or: {instead}" if instead else None) if h)
         raise LeanloopError(

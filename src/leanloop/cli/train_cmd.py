@@ -174,6 +174,12 @@ def grpo(
         metavar="TEXT",
         help="Imports the 'lean' reward puts before each state, e.g. 'import Mathlib'.",
     ),
+    lean: str = typer.Option(
+        "repl",
+        "--lean",
+        metavar="BACKEND",
+        help="The Lean backend the 'lean' reward checks with: repl or pantograph.",
+    ),
     epochs: float | None = EPOCHS_OPTION,
     batch_size: int | None = BATCH_OPTION,
     num_generations: int | None = typer.Option(
@@ -202,21 +208,24 @@ def grpo(
     settings, extras = load_config(GRPOTrainerConfig, config, overrides, extra=("reward_func",))
     names = reward or extras.get("reward_func") or ["format", "exact_match"]
     names = [names] if isinstance(names, str) else list(names)
-    rewards = reward_functions(names, lean_project, lean_header)
+    rewards = reward_functions(names, lean_project, lean_header, lean)
     database, repositories = _setup(db, repo)
     with progress_bar(f"loading {settings.model_name}"):
         trainer = GRPOTrainer.from_config(settings, reward_func=rewards)
     _train_hf(trainer, database, repositories, data)
 
 
-def reward_functions(names: list[str], lean_project: Path | None, header: str) -> list:
-    """The reward functions named (see ``REWARDS``, and ``lean``)."""
+def reward_functions(
+    names: list[str], lean_project: Path | None, header: str, lean: str = "repl"
+) -> list:
+    """The reward functions named (see ``REWARDS``, and ``lean``, checked by the Lean backend
+    ``lean``)."""
     from leanloop.trainer import rewards
 
     chosen = []
     for name in names:
         if name == "lean":
-            chosen.append(_lean_reward(lean_project, header))
+            chosen.append(_lean_reward(lean_project, header, lean))
         elif name in REWARDS:
             chosen.append(getattr(rewards, REWARDS[name]))
         else:
@@ -227,8 +236,8 @@ def reward_functions(names: list[str], lean_project: Path | None, header: str) -
     return chosen
 
 
-def _lean_reward(lean_project: Path | None, header: str):
-    from leanloop.lean.launch import ReplLauncher
+def _lean_reward(lean_project: Path | None, header: str, lean: str = "repl"):
+    from leanloop.lean.backends import LeanOptions, open_servers
     from leanloop.prover.config import ProverConfig
     from leanloop.trainer.lean_reward import LeanCheckedReward
 
@@ -236,9 +245,8 @@ def _lean_reward(lean_project: Path | None, header: str):
         raise LeanloopError(
             "the 'lean' reward checks tactics with Lean in a project: give --lean-project DIR"
         )
-    launcher = ReplLauncher.for_project(
-        user_path(lean_project), timeout=ProverConfig().tactic_timeout
-    )
+    options = LeanOptions(timeout=ProverConfig().tactic_timeout)
+    launcher = open_servers(lean, user_path(lean_project), options)
     return LeanCheckedReward(launcher, header=header)
 
 

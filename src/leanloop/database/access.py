@@ -13,7 +13,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection, Engine
 
-from leanloop.database import engine as engines
+import leanloop.database.engine as engines
 from leanloop.database.schema import (
     ADDED_IN,
     COLUMNS_ADDED_IN,

@@ -7,6 +7,9 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
+import leanloop.database.attempts as attempts
+import leanloop.database.engine as engines
+import leanloop.database.queries as queries
 from leanloop.data.formats import open_dataset
 from leanloop.data.leandojo.format import SCHEMES
 from leanloop.data.records import (
@@ -18,8 +21,6 @@ from leanloop.data.records import (
     TheoremKey,
     TheoremStatus,
 )
-from leanloop.database import attempts, queries
-from leanloop.database import engine as engines
 from leanloop.database.access import DatabaseAccess
 from leanloop.database.assign import assign_splits, forget_split_settings
 from leanloop.database.bulk import without_cycle_collection

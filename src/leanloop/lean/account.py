@@ -55,6 +55,18 @@ class ElaboratedCommand:
             return True
         return (self.kind, self.elaborator) == expected
 
+    def moved(self, lines: int) -> ElaboratedCommand:
+        """The same command with ``lines`` added to its lines (and its nested commands')."""
+        return ElaboratedCommand(
+            self.kind,
+            self.elaborator,
+            self.line + lines,
+            self.column,
+            self.end_line + lines,
+            self.end_column,
+            tuple(c.moved(lines) for c in self.nested),
+        )
+
     def walk(self) -> Iterator[ElaboratedCommand]:
         """This command and every command it expanded to."""
         yield self
@@ -75,6 +87,46 @@ def commands_from_infotree(infotree: Any, line_offset: int = 0) -> tuple[Elabora
             kind = tree.get("kind") if isinstance(tree, Mapping) else type(tree).__name__
             raise ValueError(f"infotree[{index}] is a {kind}, not a command")
         commands.append(_command(tree, line_offset, f"infotree[{index}]"))
+    return tuple(commands)
+
+
+def commands_from_boundaries(
+    boundaries: Sequence[tuple[int, int]], code: str, line_offset: int = 0
+) -> tuple[ElaboratedCommand, ...]:
+    """The top-level commands of ``code`` from the byte ranges in which Lean's frontend
+    elaborated them (Pantograph's compilation units: ``[begin, end)`` in UTF-8 bytes of the
+    code sent, from where Lean's parser started the command to where it started the next, so
+    that a command's trailing whitespace and comments are in its range). Kinds and elaborators
+    are not known (None); each command ends at its range's last character that is not white
+    space. A range with nothing but white space holds no command and is left out. Lines are
+    shifted by ``line_offset``; ``ValueError`` when a range does not lie in the code or splits a
+    character."""
+    data = code.encode("utf-8")
+    lines = Offsets(code)
+    commands = []
+    for index, boundary in enumerate(boundaries):
+        begin, end = boundary
+        if not 0 <= begin <= end <= len(data):
+            raise ValueError(f"unit {index}'s range {boundary} is not in the code")
+        try:
+            start = len(data[:begin].decode("utf-8"))
+            text = data[begin:end].decode("utf-8")
+        except UnicodeDecodeError:
+            raise ValueError(f"unit {index}'s range {boundary} splits a character") from None
+        if not text.strip():
+            continue
+        finish = start + len(text.rstrip())
+        line, end_line = lines.line(start), lines.line(finish)
+        commands.append(
+            ElaboratedCommand(
+                None,
+                None,
+                line + line_offset,
+                start - lines.starts[line - 1],
+                end_line + line_offset,
+                finish - lines.starts[end_line - 1],
+            )
+        )
     return tuple(commands)
 
 

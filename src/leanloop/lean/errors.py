@@ -81,3 +81,8 @@ class StaleStateError(LeanError):
 
 class LeanRequestError(LeanError):
     """Lean refused the request itself (unknown environment or proof state, bad input)."""
+
+
+class Unsupported(LeanRequestError):
+    """The Lean backend cannot do what was asked (its protocol lacks the feature, e.g. an
+    infotree from Pantograph); nothing was sent."""

@@ -13,7 +13,7 @@ import tenacity
 
 from leanloop.errors import LeanloopError
 from leanloop.lean.kimina_positions import Convention, ServerConvention, infotree_lines
-from leanloop.lean.verification import Source, Verification, verification_of
+from leanloop.lean.verification import KiminaResult, Source, Verification
 from leanloop.settings import Settings
 
 #: Seconds a request may take beyond the checks themselves (network, queueing, the answer).
@@ -133,22 +133,31 @@ class KiminaVerifier:
         }
         stray = len(results) - len(by_id)
         default = (time.monotonic() - started) / len(batch)
-        answered = [by_id.get(i) for i in ids]
-        readings = self.convention.read(
-            [(code, _response(item)) for code, item in zip(batch, answered, strict=True)]
-        )
-        verifications = []
-        for i, code, item, reading in zip(ids, batch, answered, readings, strict=True):
+        read: list[KiminaResult | str | None] = []
+        for i in ids:
+            item = by_id.get(i)
             if item is None:
                 unknown = f" ({stray} result(s) had no known custom_id)" if stray else ""
-                verifications.append(failed(f"the answer has no result for code {i}{unknown}"))
+                read.append(f"the answer has no result for code {i}{unknown}")
                 continue
             try:
-                seconds = _seconds(item, default)
-                shift = infotree_lines(code, reading)
-                verifications.append(verification_of(item, seconds, "lean", reading, shift))
-            except ValueError as exc:
-                verifications.append(failed(f"the result for code {i} is malformed: {exc}"))
+                read.append(KiminaResult.read(item))
+            except (TypeError, ValueError) as exc:
+                read.append(f"the result for code {i} is malformed: {exc}")
+        readings = self.convention.read(
+            [
+                (code, r.result if isinstance(r, KiminaResult) else None)
+                for code, r in zip(batch, read, strict=True)
+            ]
+        )
+        verifications = []
+        for code, r, reading in zip(batch, read, readings, strict=True):
+            if not isinstance(r, KiminaResult):
+                verifications.append(failed(str(r)))
+                continue
+            shift = infotree_lines(code, reading)
+            seconds = r.seconds if r.seconds is not None else default
+            verifications.append(r.verification(seconds, "lean", reading, shift))
         return verifications
 
     def _post(self, body: dict[str, Any], wait: float) -> httpx.Response:
@@ -175,21 +184,6 @@ class KiminaVerifier:
 
     def _attempts(self) -> str:
         return f" after {self.retries + 1} attempts" if self.retries else ""
-
-
-def _response(item: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The REPL's response in a result, when the check ran and gave one."""
-    if item is None or item.get("error"):
-        return None
-    response = item.get("response")
-    return response if isinstance(response, Mapping) else None
-
-
-def _seconds(item: Mapping[str, Any], default: float) -> float:
-    """Lean's time on the code as the server measured it, else ``default``."""
-    response = item.get("response")
-    seconds = response.get("time") if isinstance(response, Mapping) else None
-    return float(seconds) if isinstance(seconds, int | float) else default
 
 
 def _status(response: httpx.Response) -> str:

@@ -33,10 +33,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
+
+from leanloop.lean.elaboration import CheckResult
 
 
 class Convention(StrEnum):
@@ -113,14 +115,9 @@ _DECLARED = re.compile(
 )
 
 
-def _position(value: Any) -> tuple[int, int] | None:
-    """``(line, column)`` of a ``pos``/``endPos`` object, when it has both as integers."""
-    if not isinstance(value, Mapping):
-        return None
-    line, column = value.get("line"), value.get("column")
-    if isinstance(line, int) and isinstance(column, int) and not isinstance(line, bool):
-        return line, column
-    return None
+def _position(line: int | None, column: int | None) -> tuple[int, int] | None:
+    """``(line, column)`` when both are known."""
+    return (line, column) if line is not None and column is not None else None
 
 
 class _Code:
@@ -165,35 +162,37 @@ def _names(text: str, start: tuple[int, int], end: tuple[int, int] | None, code:
     return False
 
 
-def _fits(response: Mapping[str, Any], code: _Code, lines: int) -> tuple[bool, int]:
-    """Whether every position of ``response`` moved by ``lines`` lies in ``code``, and how many
+def _fits(result: CheckResult, code: _Code, lines: int) -> tuple[bool, int]:
+    """Whether every position of ``result`` moved by ``lines`` lies in ``code``, and how many
     of its messages and sorries then point at what they name."""
     confirmed = 0
-    for key, is_sorry in (("messages", False), ("sorries", True)):
-        items = response.get(key)
-        for item in items if isinstance(items, list) else ():
-            if not isinstance(item, Mapping):
-                continue
-            start, end = _position(item.get("pos")), _position(item.get("endPos"))
-            start = (start[0] + lines, start[1]) if start and start[0] >= 1 else None
-            end = (end[0] + lines, end[1]) if end and end[0] >= 1 else None
-            if (start and not code.holds(start)) or (end and not code.holds(end)):
-                return False, 0
-            if start is None:
-                continue
-            if is_sorry:
-                confirmed += code.span(start, None).startswith("sorry")
-            else:
-                confirmed += _names(str(item.get("data", "")), start, end, code)
+    items: list[tuple[tuple[int, int] | None, tuple[int, int] | None, str | None]] = [
+        (_position(m.line, m.column), _position(m.end_line, m.end_column), m.text)
+        for m in result.messages
+    ]
+    items += [(_position(s.line, s.column), None, None) for s in result.sorries]
+    for start, end, text in items:
+        start = (start[0] + lines, start[1]) if start and start[0] >= 1 else None
+        end = (end[0] + lines, end[1]) if end and end[0] >= 1 else None
+        if (start and not code.holds(start)) or (end and not code.holds(end)):
+            return False, 0
+        if start is None:
+            continue
+        if text is None:  # a sorry
+            confirmed += code.span(start, None).startswith("sorry")
+        else:
+            confirmed += _names(text, start, end, code)
     return True, confirmed
 
 
 def read_positions(
-    code: str, response: Mapping[str, Any], default: Convention = Convention.WHOLE
+    code: str, response: CheckResult, default: Convention = Convention.WHOLE
 ) -> PositionReading:
-    """How the positions of Kimina's REPL ``response`` on ``code`` are to be read (see the
-    module): each convention's reading is tried, and the one whose positions all lie in the code
-    and point at what the most messages name wins; ``default`` where that decides nothing."""
+    """How the positions of Kimina's answer ``response`` on ``code`` (read by
+    ``leanloop.lean.verification.check_result_of``, its lines as the server gave them) are to
+    be read (see the module): each convention's reading is tried, and the one whose positions
+    all lie in the code and point at what the most messages name wins; ``default`` where that
+    decides nothing."""
     counted = {convention: uncounted_lines(code, convention) for convention in PREFERENCE}
     order = (default, *(c for c in PREFERENCE if c is not default))
     if len(set(counted.values())) == 1:
@@ -205,9 +204,7 @@ def read_positions(
     def reading(lines: int, basis: Basis) -> PositionReading:
         conventions = [c for c in order if counted[c] == lines]
         learnable = (
-            basis in ("evidence", "bounds")
-            and len(conventions) == 1
-            and bool(response.get("messages"))
+            basis in ("evidence", "bounds") and len(conventions) == 1 and bool(response.messages)
         )
         return PositionReading(conventions[0], lines, basis, learnable)
 
@@ -239,13 +236,13 @@ class ServerConvention:
         return self.learned or self.default
 
     def read(
-        self, answers: Sequence[tuple[str, Mapping[str, Any] | None]]
+        self, answers: Sequence[tuple[str, CheckResult | None]]
     ) -> list[PositionReading | None]:
         """The reading of each ``(code, response)`` of one batch (None where there is no
         response); the batch's decided answers teach the convention its undecided ones take."""
         known = self.convention
         readings = [
-            read_positions(code, response, known) if isinstance(response, Mapping) else None
+            read_positions(code, response, known) if response is not None else None
             for code, response in answers
         ]
         shown = Counter(r.convention for r in readings if r is not None and r.learnable)
@@ -263,7 +260,7 @@ class ServerConvention:
 
 def _again(
     code: str,
-    response: Mapping[str, Any] | None,
+    response: CheckResult | None,
     reading: PositionReading | None,
     convention: Convention,
 ) -> PositionReading | None:

@@ -1,75 +1,63 @@
-"""``ReplLauncher``: the one way leanloop starts Lean REPL processes in a project (tracing, proving,
-sorry filling, rewards and ``/verify`` all use it), checked for the toolchain and the sandbox
-once and picklable, so that a Ray worker starts its REPLs where it runs."""
+"""Deprecated: ``ReplLauncher`` is ``leanloop.lean.backends.Launcher`` of the ``repl`` backend,
+made by ``open_servers("repl", project, options)``. Kept for one release; using it warns."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from dataclasses import dataclass, field, replace
+import warnings
 from pathlib import Path
+from typing import Any
 
-from leanloop.lean.project import LeanProject, open_project
-from leanloop.lean.repl import ReplServer
-from leanloop.lean.sandbox import SandboxConfig, prepare_sandbox
+from leanloop.lean.backends import Launcher, LeanOptions, open_servers
+from leanloop.lean.project import LeanProject
+from leanloop.lean.sandbox import SandboxConfig
+
+_SAID = (
+    "leanloop.lean.launch.ReplLauncher is deprecated: use "
+    "leanloop.lean.backends.open_servers('repl', project, LeanOptions(...))"
+)
 
 
-@dataclass(frozen=True)
-class ReplLauncher:
-    """Starts the Lean REPL of ``root``, in the sandbox (``leanloop.lean.sandbox``) unless it
-    was turned off: ``launcher()`` (or ``launcher(key)``, as a ``ServerPool`` factory calls it)
-    gives a new ``ReplServer``; its process starts on the first request. ``timeout`` bounds
-    each request, ``memory_limit_mb`` the process."""
+class _ReplLauncher:
+    """Makes the ``repl`` backend's ``Launcher`` as ``ReplLauncher`` did (deprecated)."""
 
-    root: Path
-    repl: Path
-    lake: str = "lake"
-    timeout: float = 60.0
-    start_timeout: float = 300.0
-    memory_limit_mb: float | None = None
-    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    def __call__(
+        self,
+        root: str | Path,
+        repl: str | Path,
+        lake: str = "lake",
+        timeout: float = 60.0,
+        start_timeout: float = 300.0,
+        memory_limit_mb: float | None = None,
+        sandbox: SandboxConfig | None = None,
+    ) -> Launcher:
+        warnings.warn(_SAID, DeprecationWarning, stacklevel=2)
+        options = LeanOptions(
+            timeout=timeout,
+            start_timeout=start_timeout,
+            memory_limit_mb=memory_limit_mb,
+            sandbox=sandbox or SandboxConfig(),
+        )
+        return Launcher("repl", Path(root), Path(repl), str(lake), options)
 
-    @classmethod
     def for_project(
-        cls,
+        self,
         project: LeanProject | str | Path,
         *,
         timeout: float = 60.0,
         memory_limit_mb: float | None = None,
         executable: str | Path | None = None,
         sandbox: SandboxConfig | None = None,
-    ) -> ReplLauncher:
-        """A launcher for ``project`` (a ``LeanProject`` or its directory), after checking that
-        Lean and the REPL are installed (``ToolchainNotFound`` / ``ServerNotFound`` say what is
-        missing and how to get it) and that the sandbox can be set up (``SandboxUnavailable``
-        says what is missing), unless it was turned off. The sandbox's switches are read from
-        the settings here, so that workers elsewhere start REPLs as this process decided."""
-        from leanloop.lean.toolchain import require
-
-        if not isinstance(project, LeanProject):
-            project = open_project(project)
-        report = require(project, server="repl", executable=executable)
-        assert report.repl is not None  # require() raises otherwise
-        prepare_sandbox(sandbox, root=project.root, lake=report.lake, name="Lean REPL")
-        return cls(
-            root=project.root,
-            repl=Path(report.repl),
-            lake=str(report.lake or "lake"),
+    ) -> Launcher:
+        """``open_servers("repl", project, ...)`` (deprecated)."""
+        warnings.warn(_SAID, DeprecationWarning, stacklevel=2)
+        options = LeanOptions(
             timeout=timeout,
             memory_limit_mb=memory_limit_mb,
-            sandbox=(sandbox or SandboxConfig()).resolved(),
+            executable=Path(executable) if executable is not None else None,
+            sandbox=sandbox or SandboxConfig(),
         )
+        return open_servers("repl", project, options)
 
-    def with_root(self, root: str | Path) -> ReplLauncher:
-        """The same launcher for another checkout of the project (e.g. a git worktree)."""
-        return replace(self, root=Path(root))
 
-    def __call__(self, _key: Hashable = None) -> ReplServer:
-        return ReplServer.launch(
-            self.root,
-            self.repl,
-            lake=self.lake,
-            timeout=self.timeout,
-            start_timeout=self.start_timeout,
-            memory_limit_mb=self.memory_limit_mb,
-            sandbox=self.sandbox,
-        )
+#: Deprecated: ``open_servers("repl", ...)`` gives the launcher.
+ReplLauncher: Any = _ReplLauncher()

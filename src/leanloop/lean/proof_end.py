@@ -87,7 +87,7 @@ def modifies_declaration(tokens: Sequence[Token], index: int) -> bool:
     return j < len(tokens) and tokens[j].text in _MODIFIED
 
 
-class Verdict(Enum):
+class TokenRole(Enum):
     """What a token of a declaration's body is to its proof."""
 
     PROOF = "proof"  # part of the proof
@@ -163,77 +163,77 @@ class _Reader:
                 continue
             if self.depth[j] < self.base:
                 return ProofEnd(j, False)
-            verdict, why = self.classify(j)
-            if verdict is Verdict.LAYOUT and (j == self.assign + 1 or self.clauses):
-                verdict = Verdict.PROOF  # the proof holds at least the token after ':='
-            if j == stop and verdict in (Verdict.PROOF, Verdict.DOUBT):
+            role, why = self.classify(j)
+            if role is TokenRole.LAYOUT and (j == self.assign + 1 or self.clauses):
+                role = TokenRole.PROOF  # the proof holds at least the token after ':='
+            if j == stop and role in (TokenRole.PROOF, TokenRole.DOUBT):
                 token = tokens[j]
                 why = why or (
                     f"line {token.line}: {_spelt(tokens, j)!r} may belong to the proof or "
                     "start the next command"
                 )
                 return ProofEnd(j, True, why)
-            if verdict is Verdict.DOUBT:
+            if role is TokenRole.DOUBT:
                 return ProofEnd(j, False, why)
-            if verdict is not Verdict.PROOF:
-                return ProofEnd(j, verdict is Verdict.COMMAND)
+            if role is not TokenRole.PROOF:
+                return ProofEnd(j, role is TokenRole.COMMAND)
             self._saw(j)
             j += 2 if hash_word(tokens, j) is not None else 1  # `#word` is one word
         return ProofEnd(stop, True)
 
     # -- one token ---------------------------------------------------------------------------
 
-    def classify(self, j: int) -> tuple[Verdict, str]:
+    def classify(self, j: int) -> tuple[TokenRole, str]:
         """What token ``j`` (at the proof's depth) is to the proof, and why when unsure."""
         token = self.tokens[j]
         text = token.text
         if token.kind is Kind.IDENT and text in BODY_CLAUSES:
-            return Verdict.CLAUSE, ""
+            return TokenRole.CLAUSE, ""
         if token.kind in (Kind.DOC, Kind.MODDOC):  # but the note of `#adaptation_note`
             noted = j >= 2 and hash_word(self.tokens, j - 2) in HASH_TACTICS
-            return (Verdict.PROOF, "") if noted else (Verdict.COMMAND, "")
+            return (TokenRole.PROOF, "") if noted else (TokenRole.COMMAND, "")
         if text == "@[":
-            return Verdict.COMMAND, ""
+            return TokenRole.COMMAND, ""
         if token.kind is Kind.IDENT:
             if text in COMMAND_WORDS:
-                return Verdict.COMMAND, ""
+                return TokenRole.COMMAND, ""
             if text in MODIFIERS and (token.line_start or modifies_declaration(self.tokens, j)):
-                return Verdict.COMMAND, ""
+                return TokenRole.COMMAND, ""
             if text in IN_COMMANDS:
                 return self._in_command(j)
         word = hash_word(self.tokens, j)
         if word is not None:
             return self._hash(j, word)
         if not token.line_start:
-            return Verdict.PROOF, ""
+            return TokenRole.PROOF, ""
         if self.block is not None and token.column < self.block:
             return self._left_of_block(j)
         if token.column <= self.column:
-            return Verdict.LAYOUT, ""
-        return Verdict.PROOF, ""
+            return TokenRole.LAYOUT, ""
+        return TokenRole.PROOF, ""
 
-    def _left_of_block(self, j: int) -> tuple[Verdict, str]:
+    def _left_of_block(self, j: int) -> tuple[TokenRole, str]:
         """A line left of the tactic block's column: the block is over, unless the token begins
         the term or tactic its previous token expects, or may continue the last tactic's term
         (an operator, ``at``, ``with``, ...): those check no column."""
         token, previous = self.tokens[j], self._previous(j)
         line = f"line {token.line}: {token.text!r} starts a line left of the proof's tactics"
         if previous is not None and previous.text == "by":  # a nested block must be right of it
-            return Verdict.DOUBT, f"{line} after a nested 'by'"
+            return TokenRole.DOUBT, f"{line} after a nested 'by'"
         if previous is not None and previous.text in _EXPECTING:
-            return (Verdict.PROOF, "") if token.column > self.column else (Verdict.LAYOUT, "")
+            return (TokenRole.PROOF, "") if token.column > self.column else (TokenRole.LAYOUT, "")
         if token.column in self.columns and token.column > self.column:
-            return Verdict.PROOF, ""  # the next item of a sequence the proof set at this column
+            return TokenRole.PROOF, ""  # the next item of a sequence the proof set at this column
         continues = (
             token.text in CONTINUING_WORDS
             if token.kind is Kind.IDENT
             else token.kind is Kind.SYMBOL and token.text not in _OPENING and token.text != "·"
         )
         if not continues:
-            return Verdict.COMMAND, ""
+            return TokenRole.COMMAND, ""
         if token.column <= self.column:
-            return Verdict.LAYOUT, ""
-        return Verdict.DOUBT, f"{line} and may continue its last tactic"
+            return TokenRole.LAYOUT, ""
+        return TokenRole.DOUBT, f"{line} and may continue its last tactic"
 
     def _outside(self, token: Token) -> bool:
         """Whether a line-start token stands where no part of the proof can (at or left of
@@ -242,45 +242,45 @@ class _Reader:
             token.column <= self.column or (self.block is not None and token.column < self.block)
         )
 
-    def _in_command(self, j: int) -> tuple[Verdict, str]:
+    def _in_command(self, j: int) -> tuple[TokenRole, str]:
         """``open …``/``set_option …``: a command, or with ``in`` a tactic or term where one
         may start."""
         token = self.tokens[j]
         target = self._in_target(j)
         if target is None or self._outside(token):
-            return Verdict.COMMAND, ""  # without `in` only a command
+            return TokenRole.COMMAND, ""  # without `in` only a command
         command = self._starts_command(target)
         inside = self._tactic_position(j) or self._term_position(j)
         if not inside:
             if command is not False:  # a command applied to the one after `in`
-                return Verdict.COMMAND, ""
+                return TokenRole.COMMAND, ""
             why = "follows a finished tactic or term but is followed by no command"
         elif command is False:
-            return Verdict.PROOF, ""
+            return TokenRole.PROOF, ""
         elif command:
             why = "stands where a tactic may but is followed by a command"
         else:
             why = f"is followed by {_spelt(self.tokens, target)!r}, a tactic or a command"
-        return Verdict.DOUBT, f"line {token.line}: '{token.text} … in' {why}"
+        return TokenRole.DOUBT, f"line {token.line}: '{token.text} … in' {why}"
 
-    def _hash(self, j: int, word: str) -> tuple[Verdict, str]:
+    def _hash(self, j: int, word: str) -> tuple[TokenRole, str]:
         """``#word``: a command, a tactic, or (``#s``) a term."""
         token = self.tokens[j]
         line = f"line {token.line}: '#{word}'"
         if self._outside(token):
-            return (Verdict.COMMAND if word in HASH_COMMANDS else Verdict.LAYOUT), ""
+            return (TokenRole.COMMAND if word in HASH_COMMANDS else TokenRole.LAYOUT), ""
         if word in HASH_TACTICS:
-            return Verdict.PROOF, ""
+            return TokenRole.PROOF, ""
         tactic = self._tactic_position(j)
         if word in HASH_COMMANDS:
             if word in HASH_BOTH and tactic:
                 why = "is a tactic where the library declaring it is imported, else a command"
-                return Verdict.DOUBT, f"{line} {why}"
-            return Verdict.COMMAND, ""
+                return TokenRole.DOUBT, f"{line} {why}"
+            return TokenRole.COMMAND, ""
         if self._term_position(j):
-            return Verdict.PROOF, ""  # Mathlib's `#s` (a finset's card) and the like
+            return TokenRole.PROOF, ""  # Mathlib's `#s` (a finset's card) and the like
         where = "where a tactic may start" if tactic else "after a finished term"
-        return Verdict.DOUBT, f"{line} {where} may be a command leanloop does not know"
+        return TokenRole.DOUBT, f"{line} {where} may be a command leanloop does not know"
 
     # -- positions ---------------------------------------------------------------------------
 

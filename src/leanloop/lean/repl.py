@@ -3,17 +3,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Hashable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from leanloop.lean.account import commands_from_infotree
-from leanloop.lean.elaboration import Elaboration, SorrySite, TacticStep
+from leanloop.lean.elaboration import TacticStep
 from leanloop.lean.errors import LeanRequestError, ProtocolError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.sandbox import SandboxConfig, prepare_sandbox, unsandboxed_environment
 from leanloop.lean.server import (
     CheckResult,
-    LeanMessage,
     LeanServer,
     ProofFinished,
     ProofState,
@@ -21,7 +23,10 @@ from leanloop.lean.server import (
     TacticResult,
     TheoremSource,
 )
-from leanloop.lean.transport import ProcessTransport, ReplFraming, Transport
+from leanloop.lean.transport import ProcessTransport, ReplFraming, Transport, lowered_timeout
+
+if TYPE_CHECKING:
+    from leanloop.lean.backends import Launcher
 
 # The header: 'module', 'prelude' and import lines ('public import', 'meta import' included).
 _HEADER_LINE = re.compile(r"^\s*(module|prelude|((public|private|meta)\s+)*import\s+\S.*)\s*$")
@@ -83,18 +88,15 @@ def split_header(code: str) -> tuple[str, str, int]:
     return header, "\n".join(lines[skip:]), skip
 
 
-def _message(m: proto.Message, line_offset: int = 0) -> LeanMessage:
-    def shift(line: int) -> int:
-        return line + line_offset if line > 0 else line
-
-    return LeanMessage(
-        severity="info" if m.severity == "information" else m.severity,
-        text=m.data,
-        line=shift(m.pos.line),
-        column=m.pos.column,
-        end_line=shift(m.end_pos.line) if m.end_pos else None,
-        end_column=m.end_pos.column if m.end_pos else None,
-    )
+def imported_modules(header: str) -> tuple[str, ...]:
+    """The modules a header (``split_header``'s first part) imports, in order."""
+    modules: list[str] = []
+    for line in header.splitlines():
+        words = line.split("--", 1)[0].split()
+        if "import" in words:
+            named = [w for w in words[words.index("import") + 1 :] if w != "all"]
+            modules.extend(w for w in named if w not in modules)
+    return tuple(modules)
 
 
 class ReplServer(LeanServer):
@@ -111,6 +113,7 @@ class ReplServer(LeanServer):
     """
 
     backend = "repl"
+    features = frozenset({"tactics", "account", "elaborators", "infotree"})
 
     def __init__(self, transport: Transport) -> None:
         super().__init__()
@@ -169,9 +172,43 @@ class ReplServer(LeanServer):
         )
         return cls(transport)
 
+    @classmethod
+    def start(cls, launcher: Launcher, key: Hashable = None) -> ReplServer:
+        """A REPL server as ``launcher`` (from ``leanloop.lean.backends.open_servers``) says.
+
+        Args:
+            launcher: The project, the REPL, ``lake`` and the options.
+            key: The pool's key (the REPL is the same for every key).
+
+        Returns:
+            The server (no process started yet).
+        """
+        assert launcher.executable is not None
+        options = launcher.options
+        return cls.launch(
+            launcher.root,
+            launcher.executable,
+            lake=launcher.lake,
+            timeout=options.timeout,
+            start_timeout=options.start_timeout,
+            memory_limit_mb=options.memory_limit_mb,
+            sandbox=options.sandbox,
+        )
+
     @property
     def generation(self) -> int:
         return self.client.generation
+
+    @contextlib.contextmanager
+    def time_limit(self, seconds: float) -> Iterator[None]:
+        """Bound each request to ``seconds`` (at most the process's own limit) inside the
+        block."""
+        with lowered_timeout(self.client.transport, seconds):
+            yield
+
+    def load_imports(self, header: str) -> None:
+        """Elaborate ``header`` now (once per process), under the process's own time limit."""
+        self.environment(header)
 
     def close(self) -> None:
         self.client.close()
@@ -232,7 +269,7 @@ class ReplServer(LeanServer):
         all_tactics: bool = False,
         account: bool = False,
         infotree: str | None = None,
-    ) -> Elaboration:
+    ) -> CheckResult:
         """Elaborate code, its imports reused from the environment cache.
 
         Args:
@@ -240,8 +277,8 @@ class ReplServer(LeanServer):
             all_tactics: Also report every tactic with the goals before it (for tracing).
             account: Also report the commands Lean elaborated (from the REPL's infotree).
             infotree: Ask the REPL for this kind of infotree (``full``, ``tactics``,
-                ``original``, ``substantive``), given back as the REPL sent it (``account``
-                asks for ``full``).
+                ``original``, ``substantive``), given back as the REPL sent it (with
+                ``account``, the REPL is asked for ``full``, and that is given back).
 
         Returns:
             Lean's messages, the sorries, the tactics and (with ``account``) the commands;
@@ -263,17 +300,9 @@ class ReplServer(LeanServer):
                 commands = commands_from_infotree(answer.infotree, offset)
             except ValueError as exc:
                 raise ProtocolError(f"the Lean REPL's infotree cannot be read: {exc}") from None
-        return Elaboration(
-            messages=tuple(_message(m, offset) for m in answer.messages),
-            sorries=tuple(
-                SorrySite(
-                    proof_state=s.proof_state,
-                    goal=s.goal,
-                    line=s.pos.line + offset if s.pos else None,
-                    column=s.pos.column if s.pos else None,
-                )
-                for s in answer.sorries
-            ),
+        return CheckResult(
+            messages=tuple(m.lean(offset) for m in answer.messages),
+            sorries=tuple(s.site(offset) for s in answer.sorries),
             tactics=tuple(
                 TacticStep(
                     tactic=t.tactic,
@@ -289,20 +318,14 @@ class ReplServer(LeanServer):
             ),
             env=answer.env,
             commands=commands,
-            infotree=answer.infotree if asked else None,
+            infotree=answer.infotree if infotree is not None else None,
         )
 
     # -- LeanServer ----------------------------------------------------------------------------
 
     def check(self, code: str) -> CheckResult:
         """Lean's answer on ``code``, with its account of the commands it elaborated."""
-        result = self.elaborate(code, account=True)
-        return CheckResult.from_messages(
-            result.messages,
-            [s.goal for s in result.sorries],
-            [s.line for s in result.sorries],
-            result.commands,
-        )
+        return self.elaborate(code, account=True)
 
     def open_sorries(self, code: str) -> list[ProofState]:
         """A proof state for each ``sorry`` in ``code`` (which must otherwise elaborate)."""
@@ -365,7 +388,7 @@ class ReplServer(LeanServer):
         return self._outcome(answer)
 
     def _outcome(self, answer: proto.ProofStepResponse) -> TacticResult:
-        messages = tuple(_message(m) for m in answer.messages)
+        messages = tuple(m.lean() for m in answer.messages)
         errors = [m for m in messages if m.severity == "error"]
         if errors:
             # An error makes the step fail even when Lean reports no goals left (its error

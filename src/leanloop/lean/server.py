@@ -4,46 +4,31 @@ Backends (Lean REPL, Pantograph) implement it; nothing above this layer sees raw
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from leanloop.lean.account import ElaboratedCommand
+from leanloop.lean.elaboration import CheckResult, LeanMessage, SorrySite, TacticStep
 from leanloop.lean.errors import StaleStateError
 from leanloop.lean.scanner import Declaration, SourceScan
-from leanloop.lean.verdict import Verdict, verdict_of
+
+__all__ = [
+    "NO_GOALS",
+    "CheckResult",
+    "LeanMessage",
+    "LeanServer",
+    "ProofFinished",
+    "ProofState",
+    "ServerStats",
+    "SorrySite",
+    "TacticFailed",
+    "TacticResult",
+    "TacticStep",
+    "TheoremSource",
+]
 
 NO_GOALS = "no goals"
-
-
-@dataclass(frozen=True)
-class LeanMessage:
-    """A message Lean printed: severity, where (1-based line, 0-based column) and the text.
-
-    Attributes:
-        severity: ``error``, ``warning`` or ``info``.
-        text: The message.
-        line: The line it starts on, when Lean says.
-        column: The column it starts at.
-        end_line: The line it ends on.
-        end_column: The column it ends at.
-    """
-
-    severity: str
-    text: str
-    line: int | None = None
-    column: int | None = None
-    end_line: int | None = None
-    end_column: int | None = None
-
-    @property
-    def data(self) -> str:  # the field name Lean uses
-        """The text, under the name Lean's messages give it."""
-        return self.text
-
-    def __str__(self) -> str:
-        where = f"{self.line}:{self.column}: " if self.line is not None else ""
-        return f"{where}{self.severity}: {self.text}"
 
 
 @dataclass(frozen=True)
@@ -100,59 +85,6 @@ class TacticFailed:
 
 
 TacticResult = ProofState | ProofFinished | TacticFailed
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """Lean's answer on a whole piece of code.
-
-    Attributes:
-        verdict: Accepted, rejected (an error), or incomplete (a ``sorry``).
-        messages: Everything Lean printed.
-        sorry_goals: The goal standing at each ``sorry`` of the code.
-    """
-
-    verdict: Verdict
-    messages: tuple[LeanMessage, ...] = ()
-    sorry_goals: tuple[str, ...] = ()
-    #: the line of each sorry of ``sorry_goals`` (None where the server gave none)
-    sorry_lines: tuple[int | None, ...] = ()
-    #: Lean's account of the top-level commands it elaborated (None: the server gave none)
-    commands: tuple[ElaboratedCommand, ...] | None = None
-
-    @property
-    def accepted(self) -> bool:
-        """Whether Lean accepted the code as a whole (no error, no sorry anywhere in it)."""
-        return self.verdict is Verdict.ACCEPTED
-
-    @classmethod
-    def from_messages(
-        cls,
-        messages: Sequence[LeanMessage],
-        sorry_goals: Sequence[str] = (),
-        sorry_lines: Sequence[int | None] = (),
-        commands: Sequence[ElaboratedCommand] | None = None,
-    ) -> CheckResult:
-        """Lean's verdict read from its messages and sorries.
-
-        Args:
-            messages: What Lean printed.
-            sorry_goals: The goal at each ``sorry``.
-            sorry_lines: The line of each ``sorry`` (empty: unknown).
-            commands: Lean's account of the commands it elaborated, when the server gives it.
-
-        Returns:
-            The result, its verdict decided by the errors and the sorries.
-        """
-        verdict = verdict_of(messages, sorries=len(sorry_goals))
-        lines = tuple(sorry_lines) or (None,) * len(sorry_goals)
-        account = tuple(commands) if commands is not None else None
-        return cls(verdict, tuple(messages), tuple(sorry_goals), lines, account)
-
-    @property
-    def errors(self) -> list[LeanMessage]:
-        """The messages of severity ``error``."""
-        return [m for m in self.messages if m.severity == "error"]
 
 
 @dataclass(frozen=True)
@@ -238,8 +170,10 @@ class LeanServer(ABC):
     A request that fails for another reason raises a ``ServerError`` (a timeout, a crash, an
     answer that is not the protocol's, memory over the limit): the process is stopped and the
     next request starts a fresh one, whose states are new (older ones raise
-    ``StaleStateError``). Backends: ``ReplServer`` (the Lean REPL), ``PantographServer``, and
-    ``ReplayServer`` (recorded data, no Lean).
+    ``StaleStateError``). A request the backend's protocol cannot make (``features`` says what
+    it can) raises ``Unsupported`` before anything is sent. Backends, by name in
+    ``leanloop.lean.backends``: ``ReplServer`` (the Lean REPL), ``PantographServer``, and
+    ``ReplayServer`` (recorded transitions, no Lean).
     """
 
     #: Short name of the backend ("repl", "pantograph").
@@ -247,6 +181,9 @@ class LeanServer(ABC):
     #: Whether Lean itself answers: False for a server that replays recorded data, whose
     #: finished proofs are "replayed", never "proved".
     checks_with_lean: bool = True
+    #: What ``elaborate`` can give beyond messages and sorries (``leanloop.lean.backends``
+    #: names them: ``tactics``, ``account``, ``elaborators``, ``infotree``).
+    features: frozenset[str] = frozenset()
 
     def __init__(self) -> None:
         self.stats = ServerStats()
@@ -332,6 +269,76 @@ class LeanServer(ABC):
         Raises:
             ServerError: The server failed.
         """
+
+    def elaborate(
+        self,
+        code: str,
+        *,
+        all_tactics: bool = False,
+        account: bool = False,
+        infotree: str | None = None,
+    ) -> CheckResult:
+        """Elaborate code and give everything Lean reported on it.
+
+        Args:
+            code: Lean code with its imports.
+            all_tactics: Also report every tactic with the goals before it (for tracing).
+            account: Also report Lean's account of the commands it elaborated (where the
+                backend gives none, ``commands`` is None: such an answer proves nothing).
+            infotree: Also give Lean's infotree of this kind (``full``, ``tactics``,
+                ``original``, ``substantive``), as the server sent it.
+
+        Returns:
+            Lean's messages and sorries, and what was asked for; positions refer to ``code``.
+
+        Raises:
+            Unsupported: The backend cannot give what was asked for (see ``features``).
+            LeanRequestError: The server refused the code (e.g. imports that do not elaborate).
+            ServerError: The server failed.
+        """
+        wanted = {"tactics": all_tactics, "infotree": infotree is not None}
+        self.require(*(feature for feature, asked in wanted.items() if asked))
+        return self.check(code)
+
+    def require(self, *features: str) -> None:
+        """Refuse, before anything is sent, what this backend cannot do.
+
+        Args:
+            *features: What the caller needs (see ``features``).
+
+        Raises:
+            Unsupported: A feature the backend lacks, named with what the backends offer.
+        """
+        missing = [f for f in features if f not in self.features]
+        if missing:
+            from leanloop.lean.backends import unsupported
+
+            raise unsupported(self.backend or type(self).__name__, missing[0])
+
+    def load_imports(self, header: str) -> None:  # noqa: B027 - a no-op is a valid default
+        """Elaborate the imports of the code to come now, under the server's own time limit,
+        so that a ``time_limit`` on the check that follows does not cut them short (a REPL
+        keeps them for every later code with the same imports).
+
+        Args:
+            header: The code's imports (``import`` lines and what comes with them).
+
+        Raises:
+            LeanRequestError: The imports do not elaborate.
+            ServerError: The server failed.
+        """
+
+    @contextlib.contextmanager
+    def time_limit(self, seconds: float) -> Iterator[None]:
+        """Bound each request to ``seconds`` (at most the server's own limit) inside the block.
+
+        Args:
+            seconds: The limit.
+
+        Yields:
+            Nothing: the block runs under the limit, which is lifted after it.
+        """
+        yield
 
     def release(self, *states: ProofState) -> None:  # noqa: B027 - a no-op is a valid default
         """Tell the server these states are no longer needed (it may free them).

@@ -1,5 +1,6 @@
-"""Find what Lean work needs — elan, lake, lean, the toolchain a project pins, the Lean REPL and
-Pantograph executables — and say plainly what is missing and the commands that install it."""
+"""Find what Lean work needs — elan, lake, lean, the toolchain a project pins, the executable of
+each Lean backend (``leanloop.lean.backends``: the Lean REPL, Pantograph) — and say plainly what
+is missing and the commands that install it."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
 from leanloop.lean.project import LeanProject
 
 ELAN_INSTALL = "curl https://elan.lean-lang.org/elan-init.sh -sSf | sh"
-REPL_REPOSITORY = "https://github.com/leanprover-community/repl"
-PANTOGRAPH_REPOSITORY = "https://github.com/stanford-centaur/PyPantograph"
 
 
 @dataclass(frozen=True)
@@ -39,9 +38,19 @@ class ToolchainReport:
     lean_version: str | None = None
     pinned: str | None = None
     pinned_installed: bool | None = None
-    repl: Path | None = None
-    pantograph: Path | None = None
+    #: each backend's executable (by the backend's name), None where it was not found
+    servers: dict[str, Path | None] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
+
+    @property
+    def repl(self) -> Path | None:
+        """The Lean REPL's executable."""
+        return self.servers.get("repl")
+
+    @property
+    def pantograph(self) -> Path | None:
+        """Pantograph's executable."""
+        return self.servers.get("pantograph")
 
     @property
     def ok(self) -> bool:
@@ -117,33 +126,29 @@ def toolchain_sources(toolchain: str) -> Path | None:
 def find_server(
     kind: str, project: LeanProject | None = None, configured: str | Path | None = None
 ) -> Path | None:
-    """The REPL (``kind="repl"``) or Pantograph (``"pantograph"``) executable: as configured (or
-    ``$LEANLOOP_REPL`` / ``$LEANLOOP_PANTOGRAPH``), built inside the project's Lake packages, or
-    on PATH."""
+    """The executable of backend ``kind`` (``repl``, ``pantograph``: see
+    ``leanloop.lean.backends``): as configured (or named by its variable, ``$LEANLOOP_REPL`` /
+    ``$LEANLOOP_PANTOGRAPH``), built inside the project's Lake packages, or on PATH."""
+    from leanloop.lean.backends import backend
     from leanloop.settings import Settings
 
-    settings = Settings.from_env()
-    explicit = configured or (settings.repl if kind == "repl" else settings.pantograph)
+    wanted = backend(kind).executable
+    if wanted is None:
+        return None
+    explicit = configured or Settings.variable(wanted.variable)
     if explicit:
         path = Path(explicit).expanduser()
         return path if path.is_file() else None
-    names = ("repl",) if kind == "repl" else ("pantograph-repl", "repl")
     if project is not None:
-        packages = (
-            ("repl", "REPL") if kind == "repl" else ("pantograph", "Pantograph", "PyPantograph")
-        )
-        for package in packages:
-            for name in names:
+        for package in wanted.packages:
+            for name in wanted.programs:
                 candidate = (
                     project.root / ".lake" / "packages" / package / ".lake" / "build" / "bin" / name
                 )
                 if candidate.is_file():
                     return candidate
-    for name in names[:1]:
-        found = shutil.which(name)
-        if found:
-            return Path(found)
-    return None
+    found = shutil.which(wanted.programs[0])
+    return Path(found) if found else None
 
 
 def diagnose(
@@ -151,8 +156,10 @@ def diagnose(
     *,
     repl: str | Path | None = None,
     pantograph: str | Path | None = None,
+    configured: dict[str, str | Path | None] | None = None,
 ) -> ToolchainReport:
-    """Look for everything; never raises."""
+    """Look for everything; never raises. ``repl``, ``pantograph`` and ``configured`` (by
+    backend name) give executables as configured."""
     report = ToolchainReport()
     report.elan = find_executable("elan")
     report.checks.append(
@@ -205,34 +212,18 @@ def diagnose(
                     fix=f"elan toolchain install {project.toolchain}",
                 )
             )
-    report.repl = find_server("repl", project, repl)
-    report.checks.append(
-        Check(
-            "Lean REPL",
-            report.repl is not None,
-            str(report.repl) if report.repl else "not found",
-            fix=(
-                f"add 'require REPL from git \"{REPL_REPOSITORY}\"' (at the tag matching your "
-                "toolchain) to the lakefile and run 'lake build repl', or build it from "
-                f"{REPL_REPOSITORY} and set LEANLOOP_REPL to the executable"
-            ),
+    from leanloop.lean.backends import BACKENDS
+
+    given = {"repl": repl, "pantograph": pantograph, **(configured or {})}
+    for name, entry in BACKENDS.items():
+        wanted = entry.executable
+        if wanted is None:
+            continue
+        found = report.servers[name] = find_server(name, project, given.get(name))
+        detail = str(found) if found else wanted.missing
+        report.checks.append(
+            Check(wanted.check, found is not None, detail, fix=wanted.fix, required=wanted.required)
         )
-    )
-    report.pantograph = find_server("pantograph", project, pantograph)
-    report.checks.append(
-        Check(
-            "Pantograph",
-            report.pantograph is not None,
-            str(report.pantograph)
-            if report.pantograph
-            else "not found (optional: the REPL backend does everything leanloop needs)",
-            fix=(
-                f"build pantograph-repl from {PANTOGRAPH_REPOSITORY} (its 'src' Lean project) "
-                "and set LEANLOOP_PANTOGRAPH to the executable"
-            ),
-            required=False,
-        )
-    )
     report.checks.append(_sandbox_check())
     return report
 
@@ -271,24 +262,18 @@ def require(
     server: str = "repl",
     executable: str | Path | None = None,
 ) -> ToolchainReport:
-    """The report, or a clear error naming what is missing and how to install it."""
-    report = diagnose(
-        project,
-        repl=executable if server == "repl" else None,
-        pantograph=executable if server == "pantograph" else None,
-    )
+    """The report, or a clear error naming what is missing and how to install it: the toolchain
+    and the executable of backend ``server`` (as configured by ``executable``)."""
+    from leanloop.lean.backends import backend
+
+    report = diagnose(project, configured={server: executable})
     for check in report.checks:
         if check.name in ("elan", "lake", "lean", "project toolchain") and not check.found:
             raise ToolchainNotFound(
                 f"no Lean toolchain: {check.name} {check.detail}",
                 hint=f"{check.fix}; 'leanloop doctor' shows everything that is missing",
             )
-    wanted = report.repl if server == "repl" else report.pantograph
-    if wanted is None:
-        fix = next(
-            c.fix
-            for c in report.checks
-            if c.name == ("Lean REPL" if server == "repl" else "Pantograph")
-        )
-        raise ServerNotFound(f"the {server} executable was not found", hint=fix)
+    wanted = backend(server).executable
+    if wanted is not None and report.servers.get(server) is None:
+        raise ServerNotFound(f"the {server} executable was not found", hint=wanted.fix)
     return report

@@ -13,7 +13,7 @@ import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -367,3 +367,18 @@ class ProcessTransport(Transport):
                 self._stop()
                 self.framing.reset()
                 raise
+
+
+@contextlib.contextmanager
+def lowered_timeout(transport: Transport, seconds: float) -> Iterator[None]:
+    """Lower the time a process may take per request to ``seconds`` inside the block (a
+    transport without a limit of its own, such as a recording, is left as it is)."""
+    configured = getattr(transport, "timeout", None)
+    if not isinstance(configured, int | float):
+        yield
+        return
+    transport.timeout = min(configured, seconds)  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        transport.timeout = configured  # type: ignore[attr-defined]

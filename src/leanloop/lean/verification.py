@@ -6,20 +6,22 @@ Lean now, or a recorded verdict."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import ValidationError
 
 from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.lean.account import commands_from_infotree
 from leanloop.lean.errors import LeanRequestError, RequestTimeout, ServerError
 from leanloop.lean.kimina_positions import Convention, PositionReading, ServerConvention
 from leanloop.lean.pool import ServerPool
+from leanloop.lean.protocol import repl as proto
 from leanloop.lean.repl import split_header
-from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
+from leanloop.lean.server import CheckResult, LeanServer
 
 #: Where a verdict comes from: Lean checked the code now, or Lean's verdict was recorded earlier.
 Source = Literal["lean", "recorded"]
@@ -64,9 +66,11 @@ class Verifier(Protocol):
 
 class PoolVerifier:
     """Checks code on a pool of up to ``max_servers`` Lean servers made by ``factory`` (e.g. a
-    ``ReplLauncher``), keyed by the code's imports: a REPL elaborates ``import Mathlib`` once
-    and is reused for every code with the same imports. Thread-safe: several threads may check
-    at once (one server each)."""
+    ``Launcher`` from ``leanloop.lean.backends.open_servers``), keyed by the code's imports: a
+    REPL elaborates ``import Mathlib`` once and is reused for every code with the same imports.
+    Each answer carries Lean's account of the commands where the backend gives one, unless
+    ``account`` is False (``/verify``, which is not an audit). Thread-safe: several threads may
+    check at once (one server each)."""
 
     live = True
     source: Source = "lean"
@@ -77,22 +81,35 @@ class PoolVerifier:
         *,
         max_servers: int = 2,
         max_uses: int = 1000,
+        account: bool = True,
     ) -> None:
+        self.account = account
         self.pool: ServerPool[LeanServer] = ServerPool(
             factory, max_uses=max_uses, max_servers=max_servers
         )
 
-    def check(self, code: str, timeout: float) -> Verification:
+    def check(self, code: str, timeout: float, infotree: str | None = None) -> Verification:
+        """Lean's answer on ``code`` (with its account of the commands, unless the verifier was
+        made without, and the infotree of that kind when one is asked for), its imports
+        elaborated first under the server's own time limit and the code under ``timeout``
+        seconds.
+
+        Args:
+            code: Lean code with its imports.
+            timeout: Seconds the check may take (the imports aside).
+            infotree: Also give Lean's infotree of this kind.
+
+        Returns:
+            The answer, or why there is none.
+        """
         started = time.monotonic()
         header, _, _ = split_header(code)
         try:
             with self.pool.lease(header) as server:
                 # the imports under the server's own limit (timing them out would lose them)
-                environment = getattr(server, "environment", None)
-                if environment is not None:
-                    environment(header)
-                with time_limit(server, timeout):
-                    result = server.check(code)
+                server.load_imports(header)
+                with server.time_limit(timeout):
+                    result = server.elaborate(code, account=self.account, infotree=infotree)
         except (LeanRequestError, ServerError) as exc:
             timed_out = isinstance(exc, RequestTimeout)
             return Verification.failed(
@@ -107,65 +124,91 @@ class PoolVerifier:
         self.pool.close()
 
 
-@contextlib.contextmanager
-def time_limit(server: Any, seconds: float) -> Iterator[None]:
-    """Lower the time a REPL process may take per command to ``seconds`` while it is leased."""
-    transport = getattr(getattr(server, "client", None), "transport", None)
-    if transport is None or not isinstance(getattr(transport, "timeout", None), int | float):
-        yield
-        return
-    configured = transport.timeout
-    transport.timeout = min(configured, seconds)
-    try:
-        yield
-    finally:
-        transport.timeout = configured
-
-
 # -- Kimina Lean Server's answer shape (also the recorded verdicts' format) ----------------------
 
 
 def check_result_of(
     response: Mapping[str, Any], lines: int = 0, infotree_lines: int = 0
 ) -> CheckResult:
-    """A ``CheckResult`` of the REPL response in a Kimina Lean Server answer (``messages`` with
-    ``severity``, ``pos``, ``endPos`` and ``data``; ``sorries`` with ``pos``), ``lines`` added to
-    each line (1 or more) it gives (see ``leanloop.lean.kimina_positions``), and, where the answer
-    carries the REPL's ``infotree``, Lean's account of the commands it elaborated (its lines moved
-    by ``infotree_lines``); ``ValueError`` when it has another shape."""
+    """A ``CheckResult`` of the REPL response in a Kimina Lean Server answer (its ``messages``
+    and ``sorries`` read with the REPL protocol's models, ``leanloop.lean.protocol.repl``),
+    ``lines`` added to each line (1 or more) it gives (see ``leanloop.lean.kimina_positions``),
+    and, where the answer carries the REPL's ``infotree``, Lean's account of the commands it
+    elaborated (its lines moved by ``infotree_lines``); ``ValueError`` when it has another
+    shape."""
     if not isinstance(response, Mapping):
         raise ValueError("the response is not an object")
-
-    def moved(line: Any) -> Any:
-        return line + lines if isinstance(line, int) and line >= 1 else line
-
-    messages = []
-    for index, message in enumerate(response.get("messages") or ()):
-        try:
-            pos = message.get("pos") or {}
-            end = message.get("endPos") or {}
-            severity = message["severity"]
-            messages.append(
-                LeanMessage(
-                    severity="info" if severity == "information" else str(severity),
-                    text=str(message["data"]),
-                    line=moved(pos.get("line")),
-                    column=pos.get("column"),
-                    end_line=moved(end.get("line")),
-                    end_column=end.get("column"),
-                )
-            )
-        except (AttributeError, KeyError, TypeError) as exc:
-            raise ValueError(f"messages[{index}] lacks {exc}") from None
-    goals, sorry_lines = [], []
-    for index, sorry in enumerate(response.get("sorries") or ()):
-        if not isinstance(sorry, Mapping):
-            raise ValueError(f"sorries[{index}] is not an object")
-        goals.append(str(sorry.get("goal", "")))
-        sorry_lines.append(moved((sorry.get("pos") or {}).get("line")))
+    read: dict[str, list[Any]] = {"messages": [], "sorries": []}
+    for key, model in (("messages", proto.Message), ("sorries", proto.Sorry)):
+        for index, item in enumerate(response.get(key) or ()):
+            try:
+                read[key].append(model.model_validate(item))
+            except ValidationError as exc:
+                error = exc.errors()[0]
+                where = ".".join(str(part) for part in error["loc"])
+                place = f"{key}[{index}]" + (f".{where}" if where else "")
+                raise ValueError(f"{place}: {error['msg']}") from None
     infotree = response.get("infotree")
-    commands = commands_from_infotree(infotree, infotree_lines) if infotree is not None else None
-    return CheckResult.from_messages(messages, goals, sorry_lines, commands)
+    commands = commands_from_infotree(infotree) if infotree is not None else None
+    result = CheckResult(
+        tuple(m.lean() for m in read["messages"]),
+        tuple(s.site() for s in read["sorries"]),
+        commands,
+    )
+    return result.moved(lines, infotree_lines)
+
+
+@dataclass(frozen=True)
+class KiminaResult:
+    """One item of a Kimina answer's ``results``, read: Lean's answer on the code, its lines as
+    the server gave them (``result``), or why the check failed (``error``), and the seconds the
+    server measured, when it says."""
+
+    result: CheckResult | None
+    error: str | None
+    seconds: float | None = None
+
+    @classmethod
+    def read(cls, item: Mapping[str, Any]) -> KiminaResult:
+        """The item read; ``ValueError`` when it has another shape.
+
+        Args:
+            item: ``{"error": ...}`` or ``{"response": ...}`` (with Kimina's ``custom_id``).
+
+        Returns:
+            The item, read.
+
+        Raises:
+            ValueError: It is neither.
+        """
+        if not isinstance(item, Mapping):
+            raise ValueError("the result is not an object")
+        error = item.get("error")
+        if error:
+            return cls(None, str(error))
+        response = item.get("response")
+        if response is None:
+            raise ValueError("the result has neither 'error' nor 'response'")
+        time = response.get("time") if isinstance(response, Mapping) else None
+        seconds = float(time) if isinstance(time, int | float) else None
+        return cls(check_result_of(response), None, seconds)
+
+    def verification(
+        self,
+        seconds: float,
+        source: Source,
+        positions: PositionReading | None = None,
+        infotree_lines: int = 0,
+    ) -> Verification:
+        """The ``Verification`` it gives: its positions read as ``positions`` says (as they
+        are without it), its infotree's lines moved by ``infotree_lines``."""
+        if self.result is None:  # Kimina says "Lean process timed out" when time ran out
+            error = self.error or "no answer"
+            timed_out = "timed out" in error.lower()
+            return Verification.failed(error, seconds, source, timed_out=timed_out)
+        lines = positions.lines if positions is not None else 0
+        moved = self.result.moved(lines, infotree_lines)
+        return Verification(moved, None, seconds, source, positions=positions)
 
 
 def verification_of(
@@ -179,23 +222,7 @@ def verification_of(
     check itself failed, else ``response``), its positions read as ``positions`` says (as they
     are without it) and its infotree's lines moved by ``infotree_lines``; ``ValueError`` when it
     has another shape."""
-    if not isinstance(result, Mapping):
-        raise ValueError("the result is not an object")
-    error = result.get("error")
-    if error:  # Kimina says "Lean process timed out" when the check ran out of time
-        timed_out = "timed out" in str(error).lower()
-        return Verification.failed(str(error), seconds, source, timed_out=timed_out)
-    response = result.get("response")
-    if response is None:
-        raise ValueError("the result has neither 'error' nor 'response'")
-    lines = positions.lines if positions is not None else 0
-    return Verification(
-        check_result_of(response, lines, infotree_lines),
-        None,
-        seconds,
-        source,
-        positions=positions,
-    )
+    return KiminaResult.read(result).verification(seconds, source, positions, infotree_lines)
 
 
 class RecordedVerifier:
@@ -214,20 +241,17 @@ class RecordedVerifier:
     def __init__(self, path: str | Path, default: Convention = Convention.WHOLE) -> None:
         self.path = Path(path)
         self.convention = ServerConvention(default)
-        rows = self._rows()
-        readings = self.convention.read(
-            [
-                (code, item.get("response") if not item.get("error") else None)
-                for _, code, item in rows
-            ]
-        )
-        self._verdicts: dict[str, Verification] = {}
-        for (number, code, item), reading in zip(rows, readings, strict=True):
+        rows = []
+        for number, code, item in self._rows():
             try:
-                seconds = float((item.get("response") or {}).get("time") or 0.0)
-                self._verdicts[code] = verification_of(item, seconds, "recorded", reading)
-            except (AttributeError, TypeError, ValueError) as exc:
+                rows.append((code, KiminaResult.read(item)))
+            except (TypeError, ValueError) as exc:
                 raise self._bad(number, exc) from None
+        readings = self.convention.read([(code, read.result) for code, read in rows])
+        self._verdicts: dict[str, Verification] = {
+            code: read.verification(read.seconds or 0.0, "recorded", reading)
+            for (code, read), reading in zip(rows, readings, strict=True)
+        }
 
     def _rows(self) -> list[tuple[int, str, Mapping[str, Any]]]:
         """Each recorded ``(line number, code, result)``."""

@@ -135,6 +135,11 @@ class ProverConfig(ConfigBase):
         description="Theorems a worker proves with one Lean server before a new one.",
     )
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved for each Ray worker.")
+    lean_backend: str = Field(
+        default="repl",
+        description="The Lean backend leanloop starts to prove and check: repl (the Lean "
+        "REPL) or pantograph (Pantograph; see leanloop.lean.backends for what it lacks).",
+    )
     sandbox: SandboxConfig = Field(
         default_factory=SandboxConfig,
         description="The sandbox of the Lean processes that check proofs (no network, a "
@@ -175,6 +180,12 @@ class ProverConfig(ConfigBase):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> ProverConfig:
+        from leanloop.lean.backends import lean_backend
+
+        try:
+            lean_backend(self.lean_backend)
+        except ValueError as exc:
+            raise self.invalid(info, f"lean_backend: {exc}") from None
         if self.use_vllm:
             raise self.invalid(
                 info,

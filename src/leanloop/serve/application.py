@@ -20,9 +20,13 @@ from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+import leanloop.serve.chat as chat
+import leanloop.serve.copilot as copilot
+import leanloop.serve.kimina as kimina
+import leanloop.serve.playground as playground
+import leanloop.serve.status as status
 from leanloop import __version__
 from leanloop.errors import LeanloopError
-from leanloop.serve import chat, copilot, kimina, playground, status
 from leanloop.serve.admission import Gate
 from leanloop.serve.config import ServeConfig
 from leanloop.serve.keys import Secrets, same_key
@@ -30,10 +34,10 @@ from leanloop.serve.lifecycle import STOPPING, RequestWatch, StopSignals
 from leanloop.serve.providers import Backend
 from leanloop.serve.registry import ModelRegistry
 from leanloop.serve.responses import error_response, install_error_handlers
-from leanloop.serve.rewards import ProgressModel
+from leanloop.serve.rewards import ProgressService
 from leanloop.serve.sources import check_sources
 from leanloop.serve.state import ServerState
-from leanloop.serve.verifier import ServerFactory, Verifier
+from leanloop.serve.verifier import ServerFactory, VerifyService
 
 log = logging.getLogger("leanloop.serve")
 
@@ -236,8 +240,8 @@ class LeanloopServer:
             config=config,
             secrets=keys,
             models=ModelRegistry(config, keys, self.backends),
-            progress=ProgressModel(config.progress_model or settings.progress_model),
-            verifier=Verifier(
+            progress=ProgressService(config.progress_model or settings.progress_model),
+            verifier=VerifyService(
                 config.lean,
                 Gate(
                     "lean",

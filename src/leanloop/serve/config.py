@@ -8,11 +8,12 @@ import difflib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from leanloop.configfile import read_config_file
 from leanloop.data.prompt import PromptFormat
 from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.lean.backends import lean_backend
 from leanloop.lean.sandbox import SandboxConfig
 from leanloop.ml.generation import DecodingOptions
 
@@ -118,15 +119,26 @@ class ModelConfig(BaseModel):
 
 
 class LeanConfig(BaseModel):
-    """Where /verify checks code: a Lean project with the Lean REPL built in it."""
+    """Where /verify checks code: a Lean project with the Lean REPL (or Pantograph) built in
+    it."""
 
     model_config = _STRICT
 
     project: Path = Field(description="The Lean project (its lakefile's directory).")
+    backend: str = Field(
+        default="repl",
+        description="The Lean backend that checks code: repl (the Lean REPL) or pantograph "
+        "(Pantograph: no infotree, so /verify refuses infotree_type).",
+    )
     repl: Path | None = Field(
         default=None,
         description="The REPL executable; default: $LEANLOOP_REPL, the project's Lake "
         "packages, then the PATH.",
+    )
+    pantograph: Path | None = Field(
+        default=None,
+        description="The pantograph-repl executable (backend: pantograph); default: "
+        "$LEANLOOP_PANTOGRAPH, the project's Lake packages, then the PATH.",
     )
     max_repls: int = Field(default=2, ge=1, description="Lean REPL processes at most.")
     max_uses: int = Field(
@@ -146,6 +158,13 @@ class LeanConfig(BaseModel):
         "no new processes, limits; see docs/sandbox.md). On by default; 'enabled: false' (or "
         "LEANLOOP_SANDBOX=off) turns it off.",
     )
+
+    _backend = field_validator("backend")(lean_backend)
+
+    @property
+    def executable(self) -> Path | None:
+        """The configured executable of the backend (None: looked for)."""
+        return self.repl if self.backend == "repl" else self.pantograph
 
 
 class ServeConfig(BaseModel):

@@ -2,11 +2,13 @@
 shape: ``codes`` with ``custom_id``) and ``POST /api/checks`` / ``POST /api/check`` (``snippets``
 with ``id``); each answer carries the REPL's response as Lean gave it (messages, sorries).
 
-Positions are in one convention, the current Kimina Lean Server's (since October 2025): lines
-count from the first line of the code as sent, its imports included, though the imports are
-elaborated apart (``Convention.WHOLE`` in ``leanloop.lean.kimina_positions``); columns are
-Lean's. An ``infotree`` asked for comes back as the REPL gave it, its lines counted from the code
-after the imports, as Kimina Lean Server gives it (it never moves them).
+Messages and sorries are the Lean REPL's (``leanloop.lean.protocol.repl``'s models, written from
+leanloop's by ``repl_response``). Positions are in one convention, the current Kimina Lean
+Server's (since October 2025): lines count from the first line of the code as sent, its imports
+included, though the imports are elaborated apart (``Convention.WHOLE`` in
+``leanloop.lean.kimina_positions``); columns are Lean's. An ``infotree`` asked for comes back as
+the REPL gave it, its lines counted from the code after the imports, as Kimina Lean Server
+gives it (it never moves them).
 
 What an answer's ``verdict`` means, and does not: ``accepted`` says Lean raised no error and
 left no ``sorry`` in the code as a whole. The axioms are not audited and no declaration is
@@ -20,9 +22,10 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from leanloop.lean.verdict import Verdict, verdict_of
+from leanloop.lean.protocol.repl import Message, Sorry
+from leanloop.lean.verdict import Verdict
+from leanloop.lean.verification import Verification
 from leanloop.serve.state import ServerState, server_state
-from leanloop.serve.verifier import Checked
 from leanloop.serve.wire import Text, omitted_when_null
 
 Infotree = Literal["full", "tactics", "original", "substantive"]
@@ -56,28 +59,6 @@ class VerifyRequest(BaseModel):
     disable_cache: bool = Field(
         default=False, description="Accepted for compatibility; REPLs are always reused."
     )
-
-
-class Position(BaseModel):
-    line: int
-    column: int
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    severity: str
-    pos: Position
-    end_pos: Position | None = omitted_when_null(alias="endPos")
-    data: str
-
-
-class Sorry(BaseModel):
-    model_config = ConfigDict(populate_by_name=True)
-
-    pos: Position | None = omitted_when_null()
-    goal: str
-    proof_state: int | None = omitted_when_null(alias="proofState")
 
 
 class ReplResponse(BaseModel):
@@ -155,45 +136,23 @@ class CheckResponse(BaseModel):
     )
 
 
-def repl_response(checked: Checked, *, with_time: bool) -> ReplResponse | None:
-    result = checked.elaboration
+def repl_response(checked: Verification, *, with_time: bool) -> ReplResponse | None:
+    """Lean's answer on one code in the REPL's shape (messages and sorries written by the REPL
+    protocol's models from leanloop's), or None when the check gave none."""
+    result = checked.result
     if result is None:
         return None
-    messages = [
-        Message(
-            severity=m.severity,
-            pos=Position(line=m.line or 0, column=m.column or 0),
-            end_pos=Position(line=m.end_line, column=m.end_column)
-            if m.end_line is not None and m.end_column is not None
-            else None,
-            data=m.text,
-        )
-        for m in result.messages
-    ]
-    sorries = [
-        Sorry(
-            pos=Position(line=s.line, column=s.column)
-            if s.line is not None and s.column is not None
-            else None,
-            goal=s.goal,
-            proof_state=s.proof_state,
-        )
-        for s in result.sorries
-    ]
     return ReplResponse(
         env=result.env,
-        messages=messages or None,
-        sorries=sorries or None,
+        messages=[Message.of(m) for m in result.messages] or None,
+        sorries=[Sorry.of(s) for s in result.sorries] or None,
         time=checked.seconds if with_time else None,
         infotree=result.infotree,
     )
 
 
-def verdict(checked: Checked) -> Verdict | None:
-    result = checked.elaboration
-    if result is None:
-        return None
-    return verdict_of(result.messages, sorries=len(result.sorries))
+def verdict(checked: Verification) -> Verdict | None:
+    return checked.result.verdict if checked.result is not None else None
 
 
 router = APIRouter(tags=["Lean"])
@@ -234,7 +193,7 @@ async def check(request: CheckRequest, state: ServerState = Depends(server_state
     return _check_response(request.snippet, checked)
 
 
-def _check_response(snippet: Snippet, checked: Checked) -> CheckResponse:
+def _check_response(snippet: Snippet, checked: Verification) -> CheckResponse:
     return CheckResponse(
         id=snippet.id,
         time=checked.seconds,

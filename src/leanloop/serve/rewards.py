@@ -17,7 +17,7 @@ from leanloop.serve.errors import BadRequest, Unavailable
 log = logging.getLogger(__name__)
 
 
-class ProgressModel:
+class ProgressService:
     """``await progress.steps_remaining(state, tactics)`` with the ``ProgressScorer`` at
     ``path`` (loaded on first use)."""
 

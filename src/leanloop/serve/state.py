@@ -12,8 +12,8 @@ from leanloop.serve.config import ServeConfig
 from leanloop.serve.errors import Unavailable
 from leanloop.serve.keys import Secrets
 from leanloop.serve.registry import ModelRegistry
-from leanloop.serve.rewards import ProgressModel
-from leanloop.serve.verifier import Verifier
+from leanloop.serve.rewards import ProgressService
+from leanloop.serve.verifier import VerifyService
 
 
 @dataclass
@@ -21,8 +21,8 @@ class ServerState:
     config: ServeConfig
     secrets: Secrets
     models: ModelRegistry
-    progress: ProgressModel
-    verifier: Verifier
+    progress: ProgressService
+    verifier: VerifyService
     started: int  # when the server started (seconds since the epoch)
 
     def drain(self, reason: str) -> None:

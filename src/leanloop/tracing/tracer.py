@@ -1,5 +1,6 @@
-"""The tracer: elaborates each file of a project through the Lean REPL with ``allTactics``, in
-parallel on a pool of servers, reusing cached traces; a file that fails is reported, not fatal."""
+"""The tracer: elaborates each file of a project through a Lean backend that reports every tactic
+(the Lean REPL with ``allTactics``), in parallel on a pool of servers, reusing cached traces; a
+file that fails is reported, not fatal."""
 
 from __future__ import annotations
 
@@ -11,13 +12,13 @@ from pathlib import Path
 from leanloop.lean.errors import LeanError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.project import LeanProject
-from leanloop.lean.repl import ReplServer
 from leanloop.lean.scanner import SourceScan
+from leanloop.lean.server import LeanServer
 from leanloop.tracing.cache import TraceCache
 from leanloop.tracing.dependencies import scan_dependencies
 from leanloop.tracing.file_trace import FileTrace
 
-ServerFactory = Callable[[Hashable], ReplServer]
+ServerFactory = Callable[[Hashable], LeanServer]
 Progress = Callable[[int, int], None]
 
 
@@ -36,9 +37,11 @@ class ProjectTrace:
 class Tracer:
     """Traces the files of a project.
 
-    ``server_factory(key)`` makes a ``ReplServer`` for the project (by default one started with
-    ``lake env repl`` after checking the toolchain); servers come from a pool, so up to
-    ``workers`` files are elaborated at once and each process is reused for several files.
+    ``server_factory(key)`` makes a ``LeanServer`` that reports every tactic for the project
+    (by default one of backend ``lean``, started after checking the toolchain: the REPL; a
+    backend that reports no tactics, such as Pantograph, is refused with ``Unsupported``);
+    servers come from a pool, so up to ``workers`` files are elaborated at once and each
+    process is reused for several files.
     A file that fails (timeout, crash, refused) is reported in ``failures``; the others go on.
     With a ``cache_dir``, traces are cached there by project, commit, toolchain and content.
     """
@@ -53,8 +56,10 @@ class Tracer:
         timeout: float = 1800.0,
         memory_limit_mb: float | None = None,
         max_uses: int = 20,
+        lean: str = "repl",
     ) -> None:
         self.project = project
+        self.lean = lean
         self.workers = max(1, workers)
         self.cache = TraceCache(cache_dir, project) if cache_dir is not None else None
         self.timeout = timeout
@@ -63,13 +68,12 @@ class Tracer:
         self.server_factory = server_factory or self._default_factory()
 
     def _default_factory(self) -> ServerFactory:
-        from leanloop.lean.launch import ReplLauncher
+        from leanloop.lean.backends import LeanOptions, open_servers
 
-        return ReplLauncher.for_project(
-            self.project, timeout=self.timeout, memory_limit_mb=self.memory_limit_mb
-        )
+        options = LeanOptions(timeout=self.timeout, memory_limit_mb=self.memory_limit_mb)
+        return open_servers(self.lean, self.project, options, needs=("tactics",))
 
-    def trace_file(self, server: ReplServer, path: str, source: str) -> FileTrace:
+    def trace_file(self, server: LeanServer, path: str, source: str) -> FileTrace:
         """Elaborate one file's source with ``allTactics``."""
         result = server.elaborate(source, all_tactics=True)
         return FileTrace(path, source, result.messages, result.tactics, result.sorries)

@@ -77,7 +77,12 @@ class FrontendProcess(_Payload):
     command: ClassVar[str] = "frontend.process"
     file: str | None = None
     file_name: str | None = Field(default=None, alias="fileName")
-    invocations: bool | None = None
+    #: elaborate the file's own imports (false: the file is elaborated in the environment of
+    #: the modules the process imported when it started, and holds no import)
+    read_header: bool | None = Field(default=None, alias="readHeader")
+    inherit_env: bool | None = Field(default=None, alias="inheritEnv")
+    #: older releases: whether to report the invocations; newer: the file to write them to
+    invocations: bool | str | None = None
     sorrys: bool | None = None
     type_errors_as_goals: bool | None = Field(default=None, alias="typeErrorsAsGoals")
     new_constants: bool | None = Field(default=None, alias="newConstants")
@@ -106,7 +111,7 @@ class Variable(_Result):
     v: Expression | None = Field(default=None, validation_alias=AliasChoices("v", "value"))
 
 
-class Goal(_Result):
+class PantographGoal(_Result):
     name: str = ""
     user_name: str | None = Field(default=None, alias="userName")
     is_conversion: bool = Field(default=False, alias="isConversion")
@@ -148,7 +153,7 @@ class GoalStartResult(_Result):
 
 class GoalTacticResult(_Result):
     next_state_id: int | None = Field(default=None, alias="nextStateId")
-    goals: list[Goal] | None = None
+    goals: list[PantographGoal] | None = None
     messages: list[PantographMessage | str] | None = None
     tactic_errors: list[str] | None = Field(default=None, alias="tacticErrors")
     parse_error: str | None = Field(default=None, alias="parseError")
@@ -183,7 +188,7 @@ class CompilationUnit(_Result):
     messages: list[PantographMessage | str] = Field(default_factory=list)
     invocations: list[dict[str, Any]] | None = None
     goal_state_id: int | None = Field(default=None, alias="goalStateId")
-    goals: list[Goal] | None = None
+    goals: list[PantographGoal] | None = None
     new_constants: list[str] | None = Field(default=None, alias="newConstants")
 
 

@@ -3,6 +3,11 @@ answer, with Lean's field names as aliases.
 
 Requests are JSON objects separated by blank lines; each answer is one JSON object followed by a
 blank line. Answers keep every field Lean sent (unknown future fields are kept as extras).
+
+This is the one reading of the REPL's JSON: ``Message.lean`` and ``Sorry.site`` turn its
+messages and sorries into leanloop's ``LeanMessage`` and ``SorrySite``, and ``Message.of`` /
+``Sorry.of`` write them back in the REPL's shape (the model server's ``/verify`` answers in it).
+Optional positions left out are left out when written (never ``null``).
 """
 
 from __future__ import annotations
@@ -11,18 +16,33 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from leanloop.lean.elaboration import LeanMessage, SorrySite
 from leanloop.lean.errors import ProtocolError, excerpt
 from leanloop.words import plural
 
 
-class _Request(BaseModel):
+def _null(value: Any) -> bool:
+    return value is None
+
+
+def _optional(alias: str | None = None) -> Any:
+    """An optional field, left out of what is written when it is None."""
+    return Field(default=None, alias=alias, exclude_if=_null)
+
+
+def _moved(line: int, line_offset: int) -> int:
+    """A line of Lean's moved by ``line_offset`` (0, Lean's "no line", stays)."""
+    return line + line_offset if line > 0 else line
+
+
+class _ReplRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
-class CommandRequest(_Request):
+class CommandRequest(_ReplRequest):
     """Elaborate Lean source: from an empty environment, or continuing environment ``env``."""
 
     cmd: str
@@ -32,7 +52,7 @@ class CommandRequest(_Request):
     infotree: str | None = None
 
 
-class FileRequest(_Request):
+class FileRequest(_ReplRequest):
     """Elaborate a whole ``.lean`` file, as ``cmd`` does with its contents."""
 
     path: str
@@ -42,7 +62,7 @@ class FileRequest(_Request):
     infotree: str | None = None
 
 
-class TacticRequest(_Request):
+class TacticRequest(_ReplRequest):
     """Run a tactic on a proof state."""
 
     tactic: str
@@ -68,19 +88,58 @@ class Position(_Answer):
 
 
 class Message(_Answer):
+    """A message Lean printed, in the REPL's shape."""
+
     severity: Literal["error", "warning", "info", "information"]
     pos: Position
-    end_pos: Position | None = Field(default=None, alias="endPos")
+    end_pos: Position | None = _optional("endPos")
     data: str
+
+    def lean(self, line_offset: int = 0) -> LeanMessage:
+        """leanloop's message, its lines moved by ``line_offset`` (the lines not sent)."""
+        return LeanMessage(
+            severity="info" if self.severity == "information" else self.severity,
+            text=self.data,
+            line=_moved(self.pos.line, line_offset),
+            column=self.pos.column,
+            end_line=_moved(self.end_pos.line, line_offset) if self.end_pos else None,
+            end_column=self.end_pos.column if self.end_pos else None,
+        )
+
+    @classmethod
+    def of(cls, message: LeanMessage) -> Message:
+        """The REPL's shape of leanloop's ``message`` (line 0, column 0 where it has none)."""
+        end = None
+        if message.end_line is not None and message.end_column is not None:
+            end = Position(line=message.end_line, column=message.end_column)
+        return cls(
+            severity=message.severity,  # Lean's own severities
+            pos=Position(line=message.line or 0, column=message.column or 0),
+            end_pos=end,
+            data=message.text,
+        )
 
 
 class Sorry(_Answer):
     """A ``sorry`` left in the code, with the proof state it stands for."""
 
-    proof_state: int | None = Field(default=None, alias="proofState")
-    pos: Position | None = None
-    end_pos: Position | None = Field(default=None, alias="endPos")
+    proof_state: int | None = _optional("proofState")
+    pos: Position | None = _optional()
+    end_pos: Position | None = _optional("endPos")
     goal: str
+
+    def site(self, line_offset: int = 0) -> SorrySite:
+        """leanloop's sorry, its line moved by ``line_offset``."""
+        line = _moved(self.pos.line, line_offset) if self.pos else None
+        return SorrySite(self.proof_state, self.goal, line, self.pos.column if self.pos else None)
+
+    @classmethod
+    def of(cls, sorry: SorrySite) -> Sorry:
+        """The REPL's shape of leanloop's ``sorry``."""
+        pos = None
+        if sorry.line is not None and sorry.column is not None:
+            pos = Position(line=sorry.line, column=sorry.column)
+        return cls(pos=pos, goal=sorry.goal, proof_state=sorry.proof_state)
 
 
 class TacticInfo(_Answer):
@@ -147,7 +206,7 @@ def parse_answer(
 
 
 def parse_request(raw: dict[str, Any]) -> ReplRequest:
-    """Type a request given as a JSON object (used to replay recorded exchanges)."""
+    """Type a request given as a JSON object (used to answer from transcripts of exchanges)."""
     for model in (TacticRequest, CommandRequest, FileRequest):
         try:
             return model.model_validate(raw)
