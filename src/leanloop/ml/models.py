@@ -12,12 +12,33 @@ from pathlib import Path
 
 from leanloop.errors import LeanloopError
 
-#: A chat template in the ChatML style, given to prepared models whose tokenizer has none.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
-    " + '<|im_end|>' + '\n' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
+#: The end-of-turn token of ChatML templates.
+END_OF_TURN = "<|im_end|>"
+
+
+def chatml_template(end: str = END_OF_TURN) -> str:
+    """A chat template in the ChatML style whose turns end with ``end``."""
+    quoted = end.replace("\\", "\\\\").replace("'", "\\'")
+    return (
+        "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + "
+        f"message['content'] + '{quoted}' + '\n' }}}}{{% endfor %}}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    )
+
+
+#: A chat template in the ChatML style, given to models whose tokenizer has none and whose
+#: vocabulary has ``<|im_end|>`` as one token (see ``fallback_chat_template``).
+CHATML_TEMPLATE = chatml_template()
+
+
+def fallback_chat_template(tokenizer) -> str:
+    """The ChatML template for a tokenizer that has none, ending each turn with a token the
+    model can learn to emit and generation stops on: ``<|im_end|>`` when the vocabulary has it
+    as one token, else the tokenizer's end-of-sequence token (``<|im_end|>`` spelled out in
+    pieces would be learned as text, and generation would run to its token limit)."""
+    if END_OF_TURN in tokenizer.get_vocab() or not getattr(tokenizer, "eos_token", None):
+        return CHATML_TEMPLATE
+    return chatml_template(str(tokenizer.eos_token))
 
 
 #: File in a trainer's output directory naming the checkpoint saved last.
@@ -196,7 +217,7 @@ def _convert_gguf(directory: Path, gguf_file: str, out: Path) -> None:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "chat_template", None):
-        tokenizer.chat_template = CHATML_TEMPLATE
+        tokenizer.chat_template = fallback_chat_template(tokenizer)
     fresh.config.pad_token_id = tokenizer.pad_token_id
     fresh.generation_config.pad_token_id = tokenizer.pad_token_id
     out.mkdir(parents=True)
