@@ -452,6 +452,9 @@ def test_padding_free_batches_compute_the_loss_of_padded_ones(tiny_dir, sample_d
         assert args["padding_free"] is padding_free
         assert args["train_sampling_strategy"] == ("random" if padding_free else "group_by_length")
         assert args["max_length"] == (None if padding_free else 1024)  # fitted before TRL
+        # fewer than 8 batches' worth of examples: nothing to group, the random order stays
+        few = trainer.trl_arguments(tmp_path / "work", examples=7)
+        assert few["train_sampling_strategy"] == "random"
         trl_trainer = trainer.build_trl_trainer(
             Dataset.from_list([trainer.example_row(r) for r in rows]), None, tmp_path / "work"
         )

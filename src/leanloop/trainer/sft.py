@@ -12,6 +12,10 @@ from leanloop.ml.loading import is_varlen_attention
 from leanloop.trainer.hf_common import HFCurriculumTrainer
 from leanloop.trainer.sft_config import SFTTrainerConfig
 
+#: Batches' worth of examples from which length grouping groups anything (see
+#: ``SFTTrainer.group_by_length``).
+GROUPING_BATCHES = 8
+
 
 class SFTTrainer(HFCurriculumTrainer):
     """Fine-tune a causal LM to reply to a proof state with the recorded tactic.
@@ -64,18 +68,29 @@ class SFTTrainer(HFCurriculumTrainer):
             return self.config.padding_free
         return is_varlen_attention(self.config.attn_implementation)
 
-    @property
-    def group_by_length(self) -> bool:
-        """Whether batches group examples of similar length."""
+    def group_by_length(self, examples: int | None = None) -> bool:
+        """Whether batches group examples of similar length, for a training set of
+        ``examples`` (None: a large one).
+
+        Unless the configuration says, they do when batches are padded and the set is large
+        enough for transformers' length-grouped sampler to group anything: it sorts random
+        "megabatches" of up to 50 batches, each at least two batches only from 8 batches'
+        worth of examples on (below that it sorts within one batch, which saves no padding and
+        only changes the random order).
+        """
         if self.config.group_by_length is not None:
             return self.config.group_by_length
-        return not self.padding_free
+        if self.padding_free:
+            return False
+        per_batch = self.config.batch_size * self.config.gradient_accumulation_steps
+        return examples is None or examples >= GROUPING_BATCHES * per_batch
 
-    def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
+    def trl_arguments(self, work_dir: str | Path, examples: int | None = None) -> dict[str, Any]:
         """TRL's arguments, with the batches' layout: padding-free (each batch one sequence of
-        its examples, TRL's position-ids collator) or padded, grouped by length. The examples
-        are fitted to ``max_length`` before TRL sees them (see ``prompt_budget``), so TRL's own
-        cut, which padding-free batches refuse, is not asked for then."""
+        its examples, TRL's position-ids collator) or padded, grouped by length (see
+        ``group_by_length``; ``examples``: the training set's size). The examples are fitted to
+        ``max_length`` before TRL sees them (see ``prompt_budget``), so TRL's own cut, which
+        padding-free batches refuse, is not asked for then."""
         args = super().trl_arguments(work_dir)
         overrides = dict(self.config.trl_args)
         args.update(
@@ -86,7 +101,7 @@ class SFTTrainer(HFCurriculumTrainer):
                 "packing": False,
                 "padding_free": self.padding_free,
                 "train_sampling_strategy": (
-                    "group_by_length" if self.group_by_length else "random"
+                    "group_by_length" if self.group_by_length(examples) else "random"
                 ),
             }
         )
@@ -99,7 +114,7 @@ class SFTTrainer(HFCurriculumTrainer):
 
         trainer = TRLSFTTrainer(
             model=self.model,
-            args=SFTConfig(**self.trl_arguments(work_dir)),
+            args=SFTConfig(**self.trl_arguments(work_dir, examples=len(train_dataset))),
             train_dataset=train_dataset,
             eval_dataset=eval_dataset,
             processing_class=self.tokenizer,

@@ -30,5 +30,6 @@ class SFTTrainerConfig(HFTrainerConfig):
     group_by_length: bool | None = Field(
         default=None,
         description="Batch examples of similar length together (transformers' length-grouped "
-        "sampler) so that little padding is computed. None: on unless padding_free.",
+        "sampler) so that little padding is computed. None: on unless padding_free, for a "
+        "repository with 8 batches' worth of examples or more (fewer cannot be grouped).",
     )
