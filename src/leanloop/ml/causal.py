@@ -12,7 +12,7 @@ from typing import Any
 
 from leanloop.errors import LeanloopError
 from leanloop.ml.loading import LoadOptions, is_quantized
-from leanloop.ml.models import CHATML_TEMPLATE, END_OF_TURN, fallback_chat_template, resolve_model
+from leanloop.ml.models import END_OF_TURN, fallback_chat_template, resolve_model
 from leanloop.ml.pretrained import load_pretrained
 
 log = logging.getLogger(__name__)
@@ -53,18 +53,16 @@ def load_tokenizer(name_or_path: str | os.PathLike, *, cache_dir: Path | None = 
     """The tokenizer of a model, ready for chat prompts: a pad token and a chat template.
 
     A tokenizer without a template gets ChatML whose turns end with a token it has (see
-    ``leanloop.ml.models.fallback_chat_template``); so does one that was given the plain ChatML
-    template earlier although ``<|im_end|>`` is not one of its tokens.
+    ``leanloop.ml.models.fallback_chat_template``); a saved checkpoint keeps the template it was
+    trained with.
     """
     from transformers import AutoTokenizer
 
     tokenizer = load_pretrained(AutoTokenizer, name_or_path, cache_dir=cache_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    template = getattr(tokenizer, "chat_template", None)
-    if not template or template == CHATML_TEMPLATE:
-        if not template:
-            log.warning("%s has no chat template; using ChatML", name_or_path)
+    if not getattr(tokenizer, "chat_template", None):
+        log.warning("%s has no chat template; using ChatML", name_or_path)
         tokenizer.chat_template = fallback_chat_template(tokenizer)
     return tokenizer
 

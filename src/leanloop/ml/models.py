@@ -173,6 +173,12 @@ def resolve_model(name_or_path: str | os.PathLike, *, cache_dir: Path | None = N
     return str(_prepare_gguf(model, directory, cache_dir))
 
 
+#: The version of the conversion of packaged GGUF models, part of the converted directory's name
+#: (2: a tokenizer without a chat template gets ``fallback_chat_template``, whose turns end with
+#: a token of its vocabulary; version 1's plain ChatML spelled ``<|im_end|>`` out in pieces).
+CONVERSION_VERSION = 2
+
+
 def _prepare_gguf(model: PackagedModel, directory: Path, cache_dir: Path | None) -> Path:
     """Convert a packaged GGUF model once into a normal fp32 checkpoint; later calls reuse it."""
     from filelock import FileLock
@@ -182,14 +188,14 @@ def _prepare_gguf(model: PackagedModel, directory: Path, cache_dir: Path | None)
         from leanloop.settings import Settings
 
         cache_dir = Settings.from_env().cache_dir
-    target = cache_dir / "models" / model.name
+    target = cache_dir / "models" / f"{model.name}-v{CONVERSION_VERSION}"
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if (target / "config.json").is_file():
             return target
-        staging = target.with_name(f".{model.name}.{os.getpid()}.tmp")
+        staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         shutil.rmtree(staging, ignore_errors=True)
         try:
             _convert_gguf(directory, model.gguf_file, staging)
