@@ -109,6 +109,11 @@ def test_two_processes_make_one_complete_checkpoint(prepared):
     digests = [json.loads((out / "digests" / f"rank{r}").read_text()) for r in (0, 1)]
     assert digests[0]["digest"] == digests[1]["digest"]  # the processes trained one model
     assert digests[0]["steps"] == 2
+    # both processes saved through the TRL trainer (under FSDP or ZeRO-3 it gathers the
+    # weights from all of them), into the one staging directory the main process wrote
+    assert len(digests[0]["saves"]) == len(digests[1]["saves"]) == 1
+    assert digests[0]["saves"] == digests[1]["saves"]
+    assert f".{latest}." in digests[0]["saves"][0]
 
     # one process with the doubled batch: the same examples, and a loss within tolerance
     single, result = _run(prepared, "one", nproc=1, batch=4, steps=2)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from leanloop.data.prompt import DEFAULT_SYSTEM_PROMPT, PromptExample, PromptFormat, tactic_text
+from leanloop.data.prompt import (
+    DEFAULT_SYSTEM_PROMPT,
+    PromptExample,
+    PromptFormat,
+    state_with_premises,
+    tactic_text,
+)
 from leanloop.data.records import Theorem, TracedTactic
 from tests.helpers import sample_theorems, with_sorry
 
@@ -213,3 +219,92 @@ def test_examples_from_the_real_sample(sample_dir):
         "match eq₂ : s.deleteMin le, eq with\n| some (a, tl), rfl => exact hwf.deleteMin eq₂"
         in tail
     )
+
+
+@pytest.fixture(scope="module")
+def chat_tokenizer(sample_dir):
+    from transformers import AutoTokenizer
+
+    from tests.tiny_causal import shared_tiny_model
+
+    return AutoTokenizer.from_pretrained(shared_tiny_model(sample_dir))
+
+
+def rendered(tokenizer, messages) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def token_count(tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def test_a_too_long_prompt_keeps_its_template_and_system_prompt(chat_tokenizer, sample_dir):
+    fmt = PromptFormat()
+    state = max(
+        (s.state_before for t in sample_theorems(sample_dir) for s in t.traced_tactics), key=len
+    )
+    premises = [f"theorem premise_{i} (n : ℕ) : n + {i} = {i} + n" for i in range(6)]
+    whole = fmt.prompt(state, premises)
+    size = token_count(chat_tokenizer, rendered(chat_tokenizer, whole))
+    head = rendered(chat_tokenizer, fmt.prompt("X")).split("X")[0]  # the template to the state
+    assert head.startswith("<|im_start|>system\n" + fmt.system)
+
+    # cutting the rendered tokens from the left, as generation did, loses the system prompt
+    ids = chat_tokenizer(rendered(chat_tokenizer, whole), add_special_tokens=False)["input_ids"]
+    assert not chat_tokenizer.decode(ids[-(size // 2) :]).startswith("<|im_start|>system")
+
+    # fitted: within the budget, the template and the system prompt whole, the goal kept
+    for budget in (size - 5, size // 2, token_count(chat_tokenizer, head) + 20):
+        fitted = fmt.fit_prompt(state, premises, tokenizer=chat_tokenizer, max_tokens=budget)
+        assert fitted is not None and fitted.cut and fitted.tokens <= budget
+        text = rendered(chat_tokenizer, fitted.messages)
+        assert token_count(chat_tokenizer, text) == fitted.tokens
+        assert text.startswith(head) and text.endswith("<|im_end|>\n<|im_start|>assistant\n")
+        assert fitted.messages[0] == whole[0]
+        content = fitted.messages[1]["content"]
+        assert state.splitlines()[-1].strip().endswith(content.splitlines()[-1][-10:])
+    # the least useful premises go first: a budget a little short drops the first listed only
+    short = fmt.fit_prompt(state, premises, tokenizer=chat_tokenizer, max_tokens=size - 5)
+    assert short is not None
+    kept = short.messages[1]["content"]
+    assert "premise_0 " in whole[1]["content"]  # the best, listed last
+    assert "premise_0 " in kept and "premise_5 " not in kept and state.strip() in kept
+    # fitting what fits changes nothing; nothing fits when the template alone is too long
+    fits = fmt.fit_prompt(state, premises, tokenizer=chat_tokenizer, max_tokens=size)
+    assert fits is not None and fits.messages == whole and not fits.cut and fits.tokens == size
+    assert fmt.fit_prompt(state, tokenizer=chat_tokenizer, max_tokens=5) is None
+
+
+def test_a_fitted_training_example_keeps_its_whole_completion(chat_tokenizer, sample_dir):
+    fmt = PromptFormat()
+    theorem, step = next(
+        (t, s) for t in sample_theorems(sample_dir) for s in t.traced_tactics
+        if len(s.state_before) > 400
+    )  # fmt: skip
+    example = fmt.example(theorem, step)
+    assert example is not None
+    full = chat_tokenizer.apply_chat_template(example.prompt + example.completion, tokenize=False)
+    size = token_count(chat_tokenizer, full)
+    fitted = fmt.fit_prompt(
+        step.state_before, tokenizer=chat_tokenizer, max_tokens=size - 30,
+        completion=example.completion,
+    )  # fmt: skip
+    assert fitted is not None and fitted.cut and fitted.tokens <= size - 30
+    text = chat_tokenizer.apply_chat_template(fitted.messages + example.completion, tokenize=False)
+    assert text.endswith(example.tactic + "<|im_end|>\n")
+    assert fitted.messages[1]["content"] in step.state_before
+
+
+def test_prompts_with_premises_are_built_in_one_place():
+    fmt = PromptFormat(system="Prove it.")
+    premises = ["theorem best : p", "theorem second : q"]
+    messages = fmt.prompt("  h : <a>Nat.succ</a> n\n⊢ p  ", premises)
+    assert messages[1]["content"] == state_with_premises("h : Nat.succ n\n⊢ p", premises)
+    # what RetrievalProver hands its generator becomes the same prompt again
+    assert fmt.prompt(fmt.user_content("h : <a>Nat.succ</a> n\n⊢ p", premises)) == messages
+    (row,) = fmt.examples([theorem(step("exact h", state="⊢ p"))])
+    with_premises = fmt.example(
+        theorem(step("exact h", state="⊢ p")), step("exact h", state="⊢ p"), premises
+    )
+    assert with_premises is not None and with_premises.completion == row.completion
+    assert with_premises.prompt == fmt.prompt("⊢ p", premises)

@@ -149,3 +149,76 @@ def test_state_with_premises():
     assert state_with_premises("⊢ p", []) == "⊢ p"
     text = state_with_premises("⊢ p", ["best", "second"])
     assert text == f"{PREMISES_HEADING}\nsecond\n\nbest\n\n{STATE_HEADING}\n⊢ p"
+
+
+class Prompts:
+    """Stands for a ``TacticGenerator`` in a ``PremiseAugmented``: it has the generator's
+    tokenizer, prompt format and prompt budget, and records the states it is given."""
+
+    def __init__(self, generator) -> None:
+        self.tokenizer = generator.tokenizer
+        self.prompt_format = generator.prompt_format
+        self.options = generator.options
+        self.states: list[str] = []
+
+    def generate_batch(self, states, k, **options):
+        self.states.extend(states)
+        return [[] for _ in states]
+
+
+def test_the_prover_prompts_as_the_trainer_teaches(tiny_encoder, sample_dir, tmp_path):
+    """The generator of a ``RetrievalProver`` reads, for a training state, exactly the prompt an
+    ``SFTTrainer`` given the same retriever trained on: the same premises in the same format;
+    with the same budget, a prompt too long for it is cut the same way."""
+    from leanloop.data import open_dataset
+    from leanloop.ml.generation import TacticGenerator
+    from leanloop.prover.retrieval import PremiseAugmented
+    from leanloop.trainer.grpo import GRPOTrainer
+    from leanloop.trainer.sft import SFTTrainer
+
+    model = shared_tiny_model(sample_dir)
+    train_file = sample_dir / "random" / "test.json"  # the sample's one split
+    theorem = next(t for t in open_dataset(train_file).iter_theorems() if t.traced_tactics)
+    state = theorem.traced_tactics[0].state_before
+    prover = RetrievalProver(tiny_encoder, model, sample_dir, num_retrieved=3)
+    trainer = SFTTrainer(
+        model, output_dir=tmp_path / "sft", retriever=str(tiny_encoder), num_retrieved=3
+    )
+    source = trainer.premise_source(sample_dir)
+    rows = trainer.read_examples(train_file, required=True, premises=source)
+    trained = next(r for r in rows if r["prompt"][1]["content"].endswith(state.strip()))
+    assert trained["prompt"][1]["content"].startswith(PREMISES_HEADING)
+
+    generator = TacticGenerator(model, device="cpu")
+    prompts = Prompts(generator)
+    PremiseAugmented(prompts, prover.index, theorem.file_path, theorem.start, 3).generate_batch(
+        [state], k=1
+    )
+    (given,) = prompts.states
+    prompt = generator.prompt_text(given)
+    assert prompt == generator.tokenizer.apply_chat_template(
+        trained["prompt"], tokenize=False, add_generation_prompt=True
+    )
+
+    # a budget that cuts: the prover and GRPO (whose prompts are fitted alone) cut alike
+    budget = len(generator.tokenizer(prompt, add_special_tokens=False)["input_ids"]) - 20
+    short = TacticGenerator.from_model(
+        generator.model, generator.tokenizer, max_prompt_tokens=budget
+    )
+    prompts = Prompts(short)
+    PremiseAugmented(prompts, prover.index, theorem.file_path, theorem.start, 3).generate_batch(
+        [state], k=1
+    )
+    grpo = GRPOTrainer(
+        model,
+        reward_func=lambda completions, **kwargs: [0.0] * len(completions),
+        output_dir=tmp_path / "grpo",
+        retriever=str(tiny_encoder),
+        num_retrieved=3,
+        max_prompt_length=budget,
+    )
+    grpo_rows = grpo.read_examples(train_file, required=True, premises=source)
+    fitted = next(r for r in grpo_rows if r["state"] == theorem.traced_tactics[0].state_before)
+    assert fitted["prompt"][1]["content"] == prompts.states[0]
+    assert short.prompt_text(prompts.states[0]).startswith("<|im_start|>system\n")
+    assert len(short.tokenizer(short.prompt_text(prompts.states[0]))["input_ids"]) <= budget

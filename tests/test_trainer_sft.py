@@ -11,6 +11,7 @@ from leanloop.data.prompt import PromptExample, PromptFormat
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
+from leanloop.ml.causal import end_token_ids
 from leanloop.ml.device import Hardware
 from leanloop.ml.generation import CHECKPOINT_INFO
 from leanloop.ml.models import latest_checkpoint, resolve_model
@@ -90,7 +91,12 @@ def test_labels_mask_the_prompt_and_keep_the_completion(model, tiny_dir, sample_
         assert labels[prompt_length:length] == expected
         assert input_ids[prompt_length:length] == expected
         assert [x for x in labels if x != -100] == expected
-        assert "<|im_end|>" in tok.decode(expected)
+        # the completion ends with a token generation stops on: <|im_end|> where the vocabulary
+        # has it (the tiny model), the end-of-sequence token where it does not (tinycoder has
+        # no chat template of its own)
+        end = "<|im_end|>" if model == "tiny" else tok.eos_token
+        assert tok.convert_tokens_to_ids(end) in expected
+        assert tok.convert_tokens_to_ids(end) in end_token_ids(trainer.model, tok)
 
 
 def test_two_repositories_full_model(tiny_dir, sample_dir, tmp_path, monkeypatch):
@@ -394,3 +400,80 @@ def test_a_time_limit_stops_training_early(tiny_dir, sample_dir, tmp_path):
     (report,) = trainer.reports
     assert 1 <= report.global_steps < 10_000
     assert report.train_seconds < 60  # stopped by the limit, not by the step count
+
+
+def test_a_template_less_model_learns_to_end_its_reply(sample_dir, tmp_path):
+    """A tokenizer without a chat template and without ``<|im_end|>`` as a token gets ChatML
+    whose turns end with its end-of-sequence token: the trained completion's labels end with
+    it, generation stops on it, so a learned reply ends instead of running to the limit."""
+    from datasets import Dataset
+
+    from leanloop.ml.generation import TacticGenerator
+    from tests.tiny_causal import build_tiny_causal
+
+    plain = build_tiny_causal(tmp_path / "plain", sample_theorems(sample_dir)[:60], chat=False)
+    trainer = SFTTrainer(str(plain), output_dir=tmp_path / "out", progress_bars=False)
+    tok = trainer.tokenizer
+    assert "<|im_end|>" not in tok.get_vocab() and tok.eos_token == "</s>"
+    example = real_rows(sample_dir, 1)[0]
+    row = trainer.example_row(example)
+    trl_trainer = trainer.build_trl_trainer(Dataset.from_list([row] * 4), None, tmp_path / "work")
+    batch = trl_trainer.data_collator([trl_trainer.train_dataset[0]])
+    labels = [x for x in batch["labels"][0].tolist() if x != -100]
+    assert tok.eos_token_id in labels
+    assert tok.decode(labels).startswith(example.tactic)
+    assert tok.decode(labels[: labels.index(tok.eos_token_id) + 1]) == example.tactic + "</s>"
+    assert tok.eos_token_id in end_token_ids(trainer.model, tok)
+
+    # learned: the reply ends with the end token, well before the token limit
+    trl_trainer.args.max_steps = 60
+    trl_trainer.args.learning_rate = 5e-3
+    trl_trainer.train()
+    generator = TacticGenerator.from_model(trl_trainer.model, tok, method="greedy")
+    ((text, _, length),) = generator.generate_counted(
+        [generator.prompt_text(example.state)], k=1, max_new_tokens=64
+    )[0]
+    assert text.strip() == example.tactic
+    assert length < 64
+
+
+def test_padding_free_batches_compute_the_loss_of_padded_ones(tiny_dir, sample_dir, tmp_path):
+    """Padding-free batches (one sequence of the examples, their positions restarting at each)
+    give each token the loss it has in a padded batch, with sdpa on this CPU: each example
+    attends to itself only."""
+    import torch
+    from datasets import Dataset
+
+    rows = real_rows(sample_dir, 6)
+    losses = {}
+    for padding_free in (False, True):
+        trainer = SFTTrainer(str(tiny_dir), output_dir=tmp_path / "out", padding_free=padding_free)
+        args = trainer.trl_arguments(tmp_path / "work")
+        assert args["padding_free"] is padding_free
+        assert args["train_sampling_strategy"] == ("random" if padding_free else "group_by_length")
+        assert args["max_length"] == (None if padding_free else 1024)  # fitted before TRL
+        # fewer than 8 batches' worth of examples: nothing to group, the random order stays
+        few = trainer.trl_arguments(tmp_path / "work", examples=7)
+        assert few["train_sampling_strategy"] == "random"
+        trl_trainer = trainer.build_trl_trainer(
+            Dataset.from_list([trainer.example_row(r) for r in rows]), None, tmp_path / "work"
+        )
+        batch = trl_trainer.data_collator([trl_trainer.train_dataset[i] for i in range(6)])
+        if padding_free:
+            assert "attention_mask" not in batch and batch["input_ids"].shape[0] == 1
+            lengths = [len(trl_trainer.train_dataset[i]["input_ids"]) for i in range(6)]
+            assert batch["input_ids"].shape[1] == sum(lengths)  # not a token of padding
+        model = trainer.model.eval()
+        with torch.no_grad():
+            inputs = {k: v for k, v in batch.items() if k != "labels"}
+            logits = model(**inputs, use_cache=False).logits.float()
+        labels = batch["labels"]
+        shifted = torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, logits.shape[-1]),
+            labels[:, 1:].reshape(-1),
+            reduction="sum",
+            ignore_index=-100,
+        )
+        losses[padding_free] = (float(shifted), int((labels != -100).sum()))
+    assert losses[True][1] == losses[False][1]  # the same tokens are taught
+    assert losses[True][0] == pytest.approx(losses[False][0], rel=1e-4)

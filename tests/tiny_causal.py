@@ -34,27 +34,35 @@ def corpus(theorems: Iterable[Theorem], prompt_format: PromptFormat | None = Non
     return texts
 
 
-def build_tokenizer(texts: list[str], vocab_size: int = 1500):
+#: The special tokens of a tokenizer without a chat template of its own (a base model's).
+PLAIN_SPECIAL_TOKENS = ["<|endoftext|>", "</s>"]
+
+
+def build_tokenizer(texts: list[str], vocab_size: int = 1500, *, chat: bool = True):
+    """A byte-level BPE tokenizer of ``texts``: ChatML's tokens and template, ``<|im_end|>``
+    its end token; or (``chat=False``) a base model's, ``</s>`` its end token and no template."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    special = SPECIAL_TOKENS if chat else PLAIN_SPECIAL_TOKENS
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=special,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer,
-        eos_token="<|im_end|>",
+        eos_token="<|im_end|>" if chat else "</s>",
         pad_token="<|endoftext|>",
         bos_token=None,
     )
-    fast.chat_template = CHATML_TEMPLATE
+    if chat:
+        fast.chat_template = CHATML_TEMPLATE
     return fast
 
 
@@ -67,12 +75,14 @@ def build_tiny_causal(
     layers: int = 2,
     vocab_size: int = 1500,
     seed: int = 0,
+    chat: bool = True,
 ) -> Path:
-    """Save a freshly initialised tiny model and its tokenizer to ``directory``."""
+    """Save a freshly initialised tiny model and its tokenizer to ``directory`` (``chat=False``:
+    a tokenizer without chat template or ChatML tokens, see ``build_tokenizer``)."""
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
 
-    tokenizer = build_tokenizer(corpus(theorems), vocab_size=vocab_size)
+    tokenizer = build_tokenizer(corpus(theorems), vocab_size=vocab_size, chat=chat)
     common = {
         "vocab_size": len(tokenizer),
         "hidden_size": hidden,

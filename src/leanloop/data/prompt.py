@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from leanloop.data.records import Theorem, is_sorry_tactic, strip_premise_marks
+from leanloop.data.records import Theorem, TracedTactic, is_sorry_tactic, strip_premise_marks
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are an expert in the Lean 4 theorem prover. You are given the current proof state "
@@ -61,33 +61,132 @@ class PromptFormat(BaseModel):
 
     system: str = DEFAULT_SYSTEM_PROMPT
 
-    def prompt(self, state: str) -> list[dict[str, str]]:
-        """The system and user messages for a proof state (premise marks stripped)."""
+    def user_content(self, state: str, premises: Sequence[str] = ()) -> str:
+        """What the user turn says for a proof state: the state (premise marks stripped), after
+        the retrieved ``premises`` when there are any (see :func:`state_with_premises`)."""
+        return state_with_premises(
+            strip_premise_marks(state).strip(), [strip_premise_marks(p) for p in premises]
+        )
+
+    def prompt(self, state: str, premises: Sequence[str] = ()) -> list[dict[str, str]]:
+        """The system and user messages for a proof state (premise marks stripped), with the
+        retrieved ``premises`` (each a declaration's text, best first) before it.
+
+        The one builder of prompts: the trainers build their examples with it and the provers
+        their prompts (``RetrievalProver`` hands the generator ``user_content(state,
+        premises)``, which this method turns into the same messages).
+        """
         return [
             {"role": "system", "content": self.system},
-            {"role": "user", "content": strip_premise_marks(state).strip()},
+            {"role": "user", "content": self.user_content(state, premises)},
         ]
 
     def completion(self, tactic: str) -> list[dict[str, str]]:
         """The assistant message teaching ``tactic``, the whole of it (see :func:`tactic_text`)."""
         return [{"role": "assistant", "content": tactic_text(tactic)}]
 
+    def example(
+        self, theorem: Theorem, step: TracedTactic, premises: Sequence[str] = ()
+    ) -> PromptExample | None:
+        """The example of one traced step (None for a ``sorry`` step or an empty tactic), its
+        prompt with ``premises`` when given."""
+        if step.is_sorry:
+            return None
+        tactic = tactic_text(step.tactic)
+        if not tactic:
+            return None
+        return PromptExample(
+            prompt=self.prompt(step.state_before, premises),
+            completion=self.completion(tactic),
+            state=step.state_before,
+            tactic=tactic,
+            full_name=theorem.full_name,
+        )
+
     def examples(self, theorems: Iterable[Theorem]) -> Iterator[PromptExample]:
         """An example for every traced step (``sorry`` steps are skipped)."""
         for theorem in theorems:
             for step in theorem.traced_tactics:
-                if step.is_sorry:
-                    continue
-                tactic = tactic_text(step.tactic)
-                if not tactic:
-                    continue
-                yield PromptExample(
-                    prompt=self.prompt(step.state_before),
-                    completion=self.completion(tactic),
-                    state=step.state_before,
-                    tactic=tactic,
-                    full_name=theorem.full_name,
+                example = self.example(theorem, step)
+                if example is not None:
+                    yield example
+
+    def fit_prompt(
+        self,
+        state: str,
+        premises: Sequence[str] = (),
+        *,
+        tokenizer: Any,
+        max_tokens: int,
+        completion: list[dict[str, str]] | None = None,
+    ) -> FittedPrompt | None:
+        """The prompt for a state, cut inside the user turn to fit ``max_tokens`` tokens once the
+        tokenizer's chat template is applied (with ``completion`` after it when given, as a
+        trainer sees it; else with the generation prompt, as a generator does).
+
+        What goes first: the least useful premises (the first listed), one at a time; then the
+        state's first lines (hypotheses before the goal, which comes last); then the first
+        characters of what is left. The system prompt, the chat template and the completion
+        stay whole.
+
+        Args:
+            state: The proof state.
+            premises: Retrieved premises, best first.
+            tokenizer: A Hugging Face tokenizer with a chat template.
+            max_tokens: The tokens the rendered prompt (and completion) may take.
+            completion: The assistant messages, when training.
+
+        Returns:
+            The messages and their token count, or None when even an empty state does not fit
+            (the template, the system prompt and the completion take all of it).
+        """
+
+        def measure(content: str) -> FittedPrompt:
+            messages = [
+                {"role": "system", "content": self.system},
+                {"role": "user", "content": content},
+            ]
+            if completion is None:
+                text = tokenizer.apply_chat_template(
+                    messages, tokenize=False, add_generation_prompt=True
                 )
+            else:
+                text = tokenizer.apply_chat_template(messages + completion, tokenize=False)
+            count = len(tokenizer(text, add_special_tokens=False)["input_ids"])
+            return FittedPrompt(messages, count, cut=content != whole)
+
+        state = strip_premise_marks(state).strip()
+        premises = [strip_premise_marks(p) for p in premises]
+        whole = self.user_content(state, premises)
+        fitted = measure(whole)
+        if fitted.tokens <= max_tokens:
+            return fitted
+        lines = state.splitlines()
+        last = lines[-1] if lines else ""
+
+        def fewer_premises(n: int) -> str:  # the least useful go first, the state kept whole
+            return state_with_premises(state, premises[: len(premises) - n])
+
+        def later_lines(n: int) -> str:  # the state's first lines go, the goal stays
+            return "\n".join(lines[n:]).strip()
+
+        def end_of_last_line(n: int) -> str:
+            return last[n:].strip()
+
+        stages: list[tuple[Callable[[int], str], int]] = [
+            (fewer_premises, len(premises)),
+            (later_lines, len(lines) - 1),
+            (end_of_last_line, len(last)),
+        ]
+        for build, most in stages:
+
+            def fits(n: int, build: Callable[[int], str] = build) -> bool:
+                return measure(build(n)).tokens <= max_tokens
+
+            best = _smallest(fits, most)
+            if best is not None:
+                return measure(build(best))
+        return None
 
     def parse(self, generated: str) -> str | None:
         """The tactic in a model's reply, line breaks and relative indentation kept.
@@ -115,6 +214,31 @@ class PromptFormat(BaseModel):
         if not tactic or is_sorry_tactic(tactic):
             return None
         return tactic
+
+
+@dataclass(frozen=True, slots=True)
+class FittedPrompt:
+    """A prompt fitted to a token budget: its messages, the tokens they take once rendered (with
+    the completion, when one was given) and whether anything was cut."""
+
+    messages: list[dict[str, str]]
+    tokens: int
+    cut: bool
+
+
+def _smallest(fits: Callable[[int], bool], most: int) -> int | None:
+    """The smallest ``n`` in ``1..most`` for which ``fits(n)`` holds, ``fits`` being monotone
+    (None when ``fits(most)`` does not)."""
+    if most < 1 or not fits(most):
+        return None
+    low, high = 1, most
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def state_with_premises(state: str, premises: Sequence[str]) -> str:

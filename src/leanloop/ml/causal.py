@@ -11,16 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from leanloop.errors import LeanloopError
-from leanloop.ml.models import CHATML_TEMPLATE, resolve_model
+from leanloop.ml.loading import LoadOptions, is_quantized
+from leanloop.ml.models import END_OF_TURN, fallback_chat_template, resolve_model
 from leanloop.ml.pretrained import load_pretrained
 
 log = logging.getLogger(__name__)
 
 #: The file PEFT writes into a saved adapter directory.
 ADAPTER_CONFIG = "adapter_config.json"
-
-#: The end-of-turn token of ChatML templates; generation stops on it when the vocabulary has it.
-END_OF_TURN = "<|im_end|>"
 
 
 @dataclass
@@ -52,7 +50,12 @@ def adapter_base(directory: str | os.PathLike) -> str | None:
 
 
 def load_tokenizer(name_or_path: str | os.PathLike, *, cache_dir: Path | None = None):
-    """The tokenizer of a model, ready for chat prompts: a pad token and a chat template."""
+    """The tokenizer of a model, ready for chat prompts: a pad token and a chat template.
+
+    A tokenizer without a template gets ChatML whose turns end with a token it has (see
+    ``leanloop.ml.models.fallback_chat_template``); a saved checkpoint keeps the template it was
+    trained with.
+    """
     from transformers import AutoTokenizer
 
     tokenizer = load_pretrained(AutoTokenizer, name_or_path, cache_dir=cache_dir)
@@ -60,7 +63,7 @@ def load_tokenizer(name_or_path: str | os.PathLike, *, cache_dir: Path | None = 
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "chat_template", None):
         log.warning("%s has no chat template; using ChatML", name_or_path)
-        tokenizer.chat_template = CHATML_TEMPLATE
+        tokenizer.chat_template = fallback_chat_template(tokenizer)
     return tokenizer
 
 
@@ -70,24 +73,47 @@ def load_causal_lm(
     dtype=None,
     trainable: bool = False,
     cache_dir: Path | None = None,
+    options: LoadOptions | None = None,
+    compute_dtype=None,
+    gradient_checkpointing: bool = False,
 ) -> CausalLM:
     """Load a model for generation or further training.
 
     ``name_or_path`` goes through :func:`resolve_model`. A directory holding a LoRA adapter
     (``adapter_config.json``) loads its base model (resolved the same way) with the adapter on
-    top; ``trainable`` keeps the adapter weights trainable. ``dtype`` defaults to float32.
+    top; ``trainable`` keeps the adapter weights trainable (PEFT keeps them in float32 over a
+    16-bit base). ``dtype`` (default float32) is the dtype of the weights; ``options`` adds
+    quantization, the attention kernel and the device map (see ``LoadOptions``; its own
+    ``dtype`` is the caller's to apply). A quantized model loaded ``trainable`` is prepared for
+    k-bit training (``peft.prepare_model_for_kbit_training``) before an adapter goes on top.
+
+    Args:
+        name_or_path: A model name, checkpoint, trainer output or adapter directory.
+        dtype: The dtype of the weights (a ``torch.dtype`` or ``"auto"``).
+        trainable: Whether the model (or its adapter) is going to be trained.
+        cache_dir: Where packaged models are converted.
+        options: Quantization, attention kernel and device map.
+        compute_dtype: The dtype quantized layers compute in (default: ``dtype``).
+        gradient_checkpointing: Whether training recomputes activations (a quantized model
+            is prepared for it).
+
+    Returns:
+        The model, its tokenizer and where they came from.
     """
     import torch
-    from transformers import AutoModelForCausalLM
 
     name = os.fspath(name_or_path)
     source = resolve_model(name, cache_dir=cache_dir)
     dtype = dtype or torch.float32
+    options = options or LoadOptions()
+    kwargs = options.model_kwargs(dtype=dtype, compute_dtype=compute_dtype or _dtype_of(dtype))
     base_name = adapter_base(source) if Path(source).is_dir() else None
     if base_name is None:
         # what was resolved once is loaded: a trainer moving LATEST meanwhile cannot make the
         # weights and the tokenizer come from different checkpoints
-        model = load_pretrained(AutoModelForCausalLM, source, cache_dir=cache_dir, dtype=dtype)
+        model = _load_model(source, cache_dir, kwargs)
+        if trainable:
+            model = _prepare_kbit(model, gradient_checkpointing)
         tokenizer = load_tokenizer(source, cache_dir=cache_dir)
         # a local checkpoint is named by its absolute path; hub and packaged names stay names,
         # so that an adapter trained on them reloads on another machine
@@ -102,15 +128,43 @@ def load_causal_lm(
             f"adapter {source}: its base model {base_name} is itself an adapter",
             hint="merge the first adapter into a full model before training another on top",
         )
-    base_model = load_pretrained(
-        AutoModelForCausalLM, base_source, cache_dir=cache_dir, dtype=dtype
-    )
+    base_model = _load_model(base_source, cache_dir, kwargs)
+    if trainable:
+        base_model = _prepare_kbit(base_model, gradient_checkpointing)
     model = PeftModel.from_pretrained(base_model, source, is_trainable=trainable)
     has_tokenizer = any(
         (Path(source) / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json")
     )
     tokenizer = load_tokenizer(source if has_tokenizer else base_source, cache_dir=cache_dir)
     return CausalLM(model, tokenizer, source, base_name, adapter=True)
+
+
+def _load_model(source: str, cache_dir: Path | None, kwargs: dict[str, Any]):
+    from transformers import AutoModelForCausalLM
+
+    try:
+        return load_pretrained(AutoModelForCausalLM, source, cache_dir=cache_dir, **kwargs)
+    except ImportError as exc:  # a kernel or quantization library transformers could not use
+        option = "attn_implementation" if "attn" in str(exc).lower() else "quantization"
+        raise LeanloopError(
+            f"cannot load {source} with {option}={kwargs.get(option)!r}: {str(exc).splitlines()[0]}"
+        ) from None
+
+
+def _prepare_kbit(model, gradient_checkpointing: bool):
+    """A quantized model made ready for training an adapter over it (its other weights in
+    float32, inputs requiring gradients for checkpointing); any other model as it is."""
+    if not is_quantized(model):
+        return model
+    from peft import prepare_model_for_kbit_training
+
+    return prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+
+
+def _dtype_of(dtype):
+    import torch
+
+    return dtype if isinstance(dtype, torch.dtype) else torch.bfloat16
 
 
 def end_token_ids(model, tokenizer) -> list[int]:

@@ -12,12 +12,33 @@ from pathlib import Path
 
 from leanloop.errors import LeanloopError
 
-#: A chat template in the ChatML style, given to prepared models whose tokenizer has none.
-CHATML_TEMPLATE = (
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + message['content']"
-    " + '<|im_end|>' + '\n' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
-)
+#: The end-of-turn token of ChatML templates.
+END_OF_TURN = "<|im_end|>"
+
+
+def chatml_template(end: str = END_OF_TURN) -> str:
+    """A chat template in the ChatML style whose turns end with ``end``."""
+    quoted = end.replace("\\", "\\\\").replace("'", "\\'")
+    return (
+        "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\n' + "
+        f"message['content'] + '{quoted}' + '\n' }}}}{{% endfor %}}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+    )
+
+
+#: A chat template in the ChatML style, given to models whose tokenizer has none and whose
+#: vocabulary has ``<|im_end|>`` as one token (see ``fallback_chat_template``).
+CHATML_TEMPLATE = chatml_template()
+
+
+def fallback_chat_template(tokenizer) -> str:
+    """The ChatML template for a tokenizer that has none, ending each turn with a token the
+    model can learn to emit and generation stops on: ``<|im_end|>`` when the vocabulary has it
+    as one token, else the tokenizer's end-of-sequence token (``<|im_end|>`` spelled out in
+    pieces would be learned as text, and generation would run to its token limit)."""
+    if END_OF_TURN in tokenizer.get_vocab() or not getattr(tokenizer, "eos_token", None):
+        return CHATML_TEMPLATE
+    return chatml_template(str(tokenizer.eos_token))
 
 
 #: File in a trainer's output directory naming the checkpoint saved last.
@@ -152,6 +173,12 @@ def resolve_model(name_or_path: str | os.PathLike, *, cache_dir: Path | None = N
     return str(_prepare_gguf(model, directory, cache_dir))
 
 
+#: The version of the conversion of packaged GGUF models, part of the converted directory's name
+#: (2: a tokenizer without a chat template gets ``fallback_chat_template``, whose turns end with
+#: a token of its vocabulary; version 1's plain ChatML spelled ``<|im_end|>`` out in pieces).
+CONVERSION_VERSION = 2
+
+
 def _prepare_gguf(model: PackagedModel, directory: Path, cache_dir: Path | None) -> Path:
     """Convert a packaged GGUF model once into a normal fp32 checkpoint; later calls reuse it."""
     from filelock import FileLock
@@ -161,14 +188,14 @@ def _prepare_gguf(model: PackagedModel, directory: Path, cache_dir: Path | None)
         from leanloop.settings import Settings
 
         cache_dir = Settings.from_env().cache_dir
-    target = cache_dir / "models" / model.name
+    target = cache_dir / "models" / f"{model.name}-v{CONVERSION_VERSION}"
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(target) + ".lock"):
         if (target / "config.json").is_file():
             return target
-        staging = target.with_name(f".{model.name}.{os.getpid()}.tmp")
+        staging = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         shutil.rmtree(staging, ignore_errors=True)
         try:
             _convert_gguf(directory, model.gguf_file, staging)
@@ -196,7 +223,7 @@ def _convert_gguf(directory: Path, gguf_file: str, out: Path) -> None:
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "chat_template", None):
-        tokenizer.chat_template = CHATML_TEMPLATE
+        tokenizer.chat_template = fallback_chat_template(tokenizer)
     fresh.config.pad_token_id = tokenizer.pad_token_id
     fresh.generation_config.pad_token_id = tokenizer.pad_token_id
     out.mkdir(parents=True)

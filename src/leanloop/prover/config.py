@@ -12,6 +12,7 @@ from pydantic.dataclasses import dataclass
 
 from leanloop.configfile import CONFIG, ConfigBase
 from leanloop.lean.sandbox import SandboxConfig
+from leanloop.ml.loading import DtypeName, Quantization
 
 if TYPE_CHECKING:
     from leanloop.lean.axioms import AxiomPolicy
@@ -146,6 +147,26 @@ class ProverConfig(ConfigBase):
         "read-only file system, no new processes, limits; see docs/sandbox.md). On by "
         "default; 'enabled: false' (or LEANLOOP_SANDBOX=off) turns it off, 'subprocesses: "
         "true' lets bv_decide run its SAT solver.",
+    )
+    quantization: Quantization | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: load the generator's weights in 4 or 8 bits "
+        "with bitsandbytes (a CUDA GPU); None: as stored.",
+    )
+    attn_implementation: str | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: the generator's attention kernel (sdpa, "
+        "eager, flash_attention_2, ...); None: transformers' default.",
+    )
+    device_map: str | dict[str, int | str] | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: where the generator's layers go, passed to "
+        "from_pretrained (auto, {'': 0}); None: the whole model on the prover's device.",
+    )
+    dtype: DtypeName | None = Field(
+        default=None,
+        description="HFProver and RetrievalProver: the dtype the generator loads in (None: "
+        "bf16 on a GPU that has it, else float32).",
     )
 
     @property

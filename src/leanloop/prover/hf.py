@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from leanloop.errors import LeanloopError
+from leanloop.ml.loading import LoadOptions
 from leanloop.ml.protocols import Generator
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProverConfig
@@ -24,6 +25,8 @@ class HFProver(BaseProver):
     asserts it is an adapter. ``device="auto"`` picks the accelerator there is. ``decoding``
     holds ``DecodingOptions`` fields (``method``: ``beam`` by default, or ``sample`` with
     ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...).
+    The configuration's ``quantization``, ``attn_implementation``, ``device_map`` and ``dtype``
+    say how the model is loaded (e.g. ``quantization: 4bit`` for a 7B model on one GPU).
 
     Args:
         ckpt_path: A checkpoint directory, a trainer's ``output_dir``, a LoRA adapter
@@ -68,7 +71,38 @@ class HFProver(BaseProver):
         from leanloop.ml.generation import TacticGenerator
 
         device = None if self.device == "auto" else self.device
-        return TacticGenerator(self.ckpt_path, device=device, **self.decoding)
+        options = LoadOptions.of(self.config)
+        if options == LoadOptions():
+            return TacticGenerator(self.ckpt_path, device=device, **self.decoding)
+        return self._load_with(options, device)
+
+    def _load_with(self, options: LoadOptions, device: str | None) -> Generator:
+        """The generator loaded with the configuration's loading options (quantization,
+        attention kernel, device map, dtype)."""
+        from leanloop.ml.causal import load_causal_lm
+        from leanloop.ml.device import detect_hardware
+        from leanloop.ml.generation import TacticGenerator, recorded_prompt_format
+
+        hardware = detect_hardware(force_cpu=device == "cpu" or None)
+        options.check(hardware, where=type(self).__name__)
+        loaded = load_causal_lm(
+            self.ckpt_path,
+            dtype=options.torch_dtype(hardware.torch_dtype),
+            options=options,
+            compute_dtype=hardware.torch_dtype,
+        )
+        recorded = recorded_prompt_format(loaded.source) if Path(loaded.source).is_dir() else None
+        if options.device_map is not None or options.quantization is not None:
+            device = str(next(loaded.model.parameters()).device)  # placed where it was loaded
+        generator = TacticGenerator.from_model(
+            loaded.model,
+            loaded.tokenizer,
+            prompt_format=recorded,
+            device=device or hardware.device,
+            **self.decoding,
+        )
+        generator.source = loaded.source
+        return generator
 
     def load_whole_proof_generator(self) -> Generator:
         from leanloop.ml.generation import TacticGenerator

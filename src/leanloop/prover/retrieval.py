@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from leanloop.data.prompt import state_with_premises
+from leanloop.data.prompt import PromptFormat
 from leanloop.errors import LeanloopError
 from leanloop.ml.protocols import GeneratedTactic, Generator
 from leanloop.prover.config import ProverConfig
@@ -18,7 +18,12 @@ from leanloop.prover.target import Target, TheoremTarget
 
 class PremiseAugmented:
     """A generator whose states are given with the ``k`` best premises accessible from
-    ``position`` in ``file_path`` (see ``leanloop.data.prompt.state_with_premises``)."""
+    ``position`` in ``file_path``, in the prompt the trainers teach: the user turn is
+    ``PromptFormat.user_content(state, premises)`` of the generator's prompt format (see
+    ``leanloop.data.prompt.state_with_premises``). Where the generator says its tokenizer and
+    prompt budget (``TacticGenerator``: ``options.max_prompt_tokens``), the prompt is fitted to
+    it inside the user turn (``PromptFormat.fit_prompt``): premises, then the state's first
+    lines go; the template and the system prompt stay whole."""
 
     def __init__(self, generator: Generator, index, file_path: str, position, k: int) -> None:
         self.generator = generator
@@ -26,6 +31,20 @@ class PremiseAugmented:
         self.file_path = file_path
         self.position = position
         self.k = k
+
+    def user_content(self, state: str, premises: Sequence[str]) -> str:
+        """What the generator is given for ``state`` with ``premises`` (best first)."""
+        prompt_format = getattr(self.generator, "prompt_format", None) or PromptFormat()
+        tokenizer = getattr(self.generator, "tokenizer", None)
+        options = getattr(self.generator, "options", None)
+        budget = getattr(options, "max_prompt_tokens", None)
+        if tokenizer is not None and budget is not None:
+            fitted = prompt_format.fit_prompt(
+                state, premises, tokenizer=tokenizer, max_tokens=budget
+            )
+            if fitted is not None:
+                return fitted.messages[1]["content"]
+        return prompt_format.user_content(state, premises)
 
     def generate_batch(
         self, states: Sequence[str], k: int, **options: Any
@@ -37,7 +56,7 @@ class PremiseAugmented:
             list(states), [self.file_path] * n, [self.position] * n, self.k
         )
         augmented = [
-            state_with_premises(state, [premise_text(p) for p, _ in premises])
+            self.user_content(state, [premise_text(p) for p, _ in premises])
             for state, premises in zip(states, found, strict=True)
         ]
         return self.generator.generate_batch(augmented, k, **options)

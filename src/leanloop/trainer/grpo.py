@@ -135,7 +135,10 @@ class GRPOTrainer(HFCurriculumTrainer):
         lr: The learning rate.
         lora_config (LoraConfig | Mapping | None): A ``peft.LoraConfig`` or a mapping of
             its fields to train a LoRA adapter; None trains the whole model.
-        **options: The other fields of ``GRPOTrainerConfig`` (and ``hardware``).
+        **options: The other fields of ``GRPOTrainerConfig`` (``quantization``,
+            ``retriever``, ``max_prompt_length``, ``save_steps``, ...), ``hardware`` and
+            ``callbacks`` (transformers ``TrainerCallback`` objects added to each repository's
+            TRL trainer).
 
     Raises:
         LeanloopError: A field has a value it cannot take, or a reward function does not fit
@@ -185,6 +188,9 @@ class GRPOTrainer(HFCurriculumTrainer):
 
     def example_row(self, example: PromptExample) -> dict[str, Any]:
         return example.row(exclude={"completion"})  # GRPO generates the completions
+
+    def prompt_budget(self) -> tuple[int | None, bool]:
+        return self.config.max_prompt_length, False  # the prompt alone
 
     def trl_arguments(self, work_dir: str | Path) -> dict[str, Any]:
         o = self.config

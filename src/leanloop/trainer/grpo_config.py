@@ -36,6 +36,13 @@ class GRPOTrainerConfig(HFTrainerConfig):
     max_completion_length: int = Field(
         default=128, ge=1, description="Tokens per completion at most."
     )
+    max_prompt_length: int | None = Field(
+        default=1024,
+        ge=8,
+        description="Tokens a prompt may take: a longer one is cut inside its user turn "
+        "(premises first, then the state's first lines), the template and the system prompt "
+        "kept whole. None: no limit.",
+    )
     temperature: float = Field(default=1.0, gt=0, description="Sampling temperature.")
     top_p: float = Field(default=1.0, gt=0, le=1, description="Nucleus sampling mass.")
     beta: float = Field(

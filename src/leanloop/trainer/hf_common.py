@@ -1,42 +1,67 @@
 """What the SFT and GRPO trainers share: building their configuration, loading the model
-through ``resolve_model``, LoRA, TRL arguments fitted to the hardware, reading the exported splits,
-and saving each repository's checkpoint (full model or adapter, tokenizer, training curves)."""
+through ``resolve_model`` in the precision that trains (float32 master weights, QLoRA over a
+quantized base), LoRA, TRL arguments fitted to the hardware, reading the exported splits into
+prompts (with retrieved premises, fitted to the token budget), step checkpoints that a run
+started again resumes from, and saving each repository's checkpoint (full model or adapter,
+tokenizer, training curves) through the TRL trainer, which gathers sharded weights."""
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import gc
 import json
 import logging
-import tempfile
+import shutil
 import time
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, Field
 
-from leanloop.atomic import replace_directory
 from leanloop.data import open_dataset
 from leanloop.data.prompt import PromptExample
+from leanloop.data.records import Theorem, TracedTactic
 from leanloop.errors import LeanloopError
 from leanloop.ml import distributed
 from leanloop.ml.device import Hardware, detect_hardware
 from leanloop.ml.generation import CHECKPOINT_INFO
+from leanloop.ml.loading import LoadOptions, upcast_trainable
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field, trainer_arguments
+from leanloop.trainer.hf_callbacks import evaluation_lines, labelled_progress, time_limit
+from leanloop.trainer.hf_checkpoint import (
+    CURVES_PNG,
+    LOG_HISTORY,
+    last_step_checkpoint,
+    step_number,
+    write_checkpoint,
+)
 from leanloop.trainer.hf_config import HFTrainerConfig
-from leanloop.trainer.plots import plot_curves
+from leanloop.trainer.hf_data import PremiseSource, traced_steps, with_premises
+from leanloop.trainer.hf_model import (
+    apply_lora,
+    checkpointing_field,
+    lora_config_of,
+    sharded_engine,
+    training_dtype,
+)
 from leanloop.words import plural
 
 log = logging.getLogger(__name__)
 
-#: Files written into every checkpoint directory besides the model, the tokenizer and
-#: ``CHECKPOINT_INFO``.
-CURVES_PNG = "training_curves.png"
-LOG_HISTORY = "log_history.json"
+__all__ = [
+    "CURVES_PNG",
+    "LOG_HISTORY",
+    "HFCurriculumTrainer",
+    "StepReport",
+    "apply_lora",
+    "evaluation_lines",
+    "labelled_progress",
+    "time_limit",
+]
 
 
 class StepReport(BaseModel):
@@ -50,6 +75,10 @@ class StepReport(BaseModel):
     global_steps: int = Field(description="Optimizer steps taken.")
     train_seconds: float = Field(description="Time spent training.")
     train_tokens: int | None = Field(default=None, description="Tokens read (None: not counted).")
+    resumed_from_step: int | None = Field(
+        default=None,
+        description="The step checkpoint training resumed from (None: it started afresh).",
+    )
     metrics: dict[str, float] = Field(
         default_factory=dict, description="Evaluation and trainer-specific figures."
     )
@@ -60,13 +89,24 @@ class HFCurriculumTrainer(CurriculumTrainer):
 
     The model is loaded once, in the constructor; each repository continues from the model
     trained so far (the same object, or the same LoRA adapter). Subclasses say how to turn the
-    exported theorems into rows (``example_row``) and how to build the TRL trainer
-    (``build_trl_trainer``).
+    exported theorems into rows (``example_row``), how many tokens a prompt may take
+    (``prompt_budget``) and how to build the TRL trainer (``build_trl_trainer``).
+
+    Precision: weights that train are float32 (master weights) and bf16 autocast computes
+    where the GPU has it; a LoRA adapter's frozen base loads in bf16 there, its adapter stays
+    float32; ``quantization`` loads the base in 4 or 8 bits for QLoRA. Step checkpoints
+    (``save_steps``) go to ``output_dir/.<checkpoint>.work``, which a failure leaves in place
+    and the next ``train`` resumes from; finished repositories are skipped (see
+    ``CurriculumTrainer``).
     """
 
     config_class: ClassVar[type[HFTrainerConfig]] = HFTrainerConfig
     kind: ClassVar[str] = "hf"
     config: HFTrainerConfig
+    model: Any  # the model trained (a PEFT model when an adapter is)
+    tokenizer: Any
+    base_model: str  # the full model underneath, by the name the user gave
+    is_adapter: bool
 
     def __init__(
         self,
@@ -78,6 +118,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
         lora_config=None,
         *,
         hardware: Hardware | None = None,
+        callbacks: Sequence[Any] = (),
         **options: Any,
     ) -> None:
         lora_dict = lora_config if isinstance(lora_config, Mapping) else options.pop("lora", None)
@@ -94,9 +135,12 @@ class HFCurriculumTrainer(CurriculumTrainer):
             source=type(self).__name__,
         )
         self.hardware = hardware or detect_hardware()
+        self.callbacks = list(callbacks)
         self.lora_config = self._lora_config(lora_config)
         self.check_arguments()
         self.reports: list[StepReport] = []
+        self._fitting = {"examples": 0, "cut": 0, "dropped": 0}
+        self._train_fitting = dict(self._fitting)
         self._load_model()
 
     @classmethod
@@ -106,7 +150,7 @@ class HFCurriculumTrainer(CurriculumTrainer):
         """A trainer from a YAML/JSON file, a mapping of fields or a configuration.
 
         ``kwargs`` naming fields override the file; the others (``reward_func``, ``lora_config``,
-        ``hardware``) go to the constructor.
+        ``hardware``, ``callbacks``) go to the constructor.
 
         Args:
             source: A YAML or JSON file, a mapping of the configuration's fields, or a
@@ -144,43 +188,64 @@ class HFCurriculumTrainer(CurriculumTrainer):
         add checks; the configuration checks its own fields)."""
 
     def _lora_config(self, lora_config):
-        if lora_config is None and self.config.lora is None:
-            return None
-        from peft import LoraConfig, PeftConfig
-
-        if isinstance(lora_config, PeftConfig):
-            return copy.deepcopy(lora_config)  # PEFT fills fields in; leave the caller's alone
-        if lora_config is not None and not isinstance(lora_config, Mapping):
-            raise LeanloopError(
-                f"lora_config must be a peft.LoraConfig, not {type(lora_config).__name__}",
-                hint="from peft import LoraConfig; lora_config=LoraConfig(r=16, lora_alpha=32)",
-            )
-        settings = dict(self.config.lora or {})
-        settings.setdefault("task_type", "CAUSAL_LM")
-        try:
-            return LoraConfig(**settings)
-        except (TypeError, ValueError) as exc:
-            raise LeanloopError(f"option 'lora': {exc}") from exc
+        return lora_config_of(lora_config, self.config.lora)
 
     def _load_model(self) -> None:
-        from leanloop.ml.causal import load_causal_lm
+        self._load(self.config.model_name)
+        if self.is_adapter and self.lora_config is not None:
+            log.warning(
+                "%s is a LoRA adapter: training continues it; lora_config is not used",
+                self.config.model_name,
+            )
+        elif not self.is_adapter and self.lora_config is not None:
+            self.model = apply_lora(self.model, self.lora_config, seed=self.config.seed)
+            self.is_adapter = True
 
+    def _load(self, source: str | Path, *, resumed: bool = False) -> None:
+        """Load ``source`` for training in the precision that trains (see the class)."""
+        from leanloop.ml.causal import adapter_base, load_causal_lm
+        from leanloop.ml.models import resolve_model
+
+        name = type(self).__name__
+        options = LoadOptions.of(self.config)
+        options.check(self.hardware, where=name, processes=distributed.current().world_size)
+        resolved = resolve_model(source)
+        adapter = Path(resolved).is_dir() and adapter_base(resolved) is not None
+        trains_adapter = adapter or self.lora_config is not None
+        if options.quantization is not None and not trains_adapter:
+            raise LeanloopError(
+                f"{name}: field 'quantization' is {options.quantization!r}, but a quantized "
+                "model trains a LoRA adapter only, and no lora is given",
+                hint="give lora (QLoRA: 4bit + LoRA), or leave quantization unset",
+            )
+        compute = self.hardware.torch_dtype
+        dtype = training_dtype(
+            options, compute, trains_adapter=trains_adapter, sharded=self._sharded, where=name
+        )
         loaded = load_causal_lm(
-            self.config.model_name, dtype=self.hardware.torch_dtype, trainable=True
+            source,
+            dtype=dtype,
+            trainable=True,
+            options=options,
+            compute_dtype=compute,
+            gradient_checkpointing=self._gradient_checkpointing,
         )
         self.model = loaded.model
         self.tokenizer = loaded.tokenizer
-        self.base_model = loaded.base_model
+        if not resumed:
+            self.base_model = loaded.base_model
         self.is_adapter = loaded.adapter
-        if loaded.adapter:
-            if self.lora_config is not None:
-                log.warning(
-                    "%s is a LoRA adapter: training continues it; lora_config is not used",
-                    self.config.model_name,
-                )
-        elif self.lora_config is not None:
-            self.model = apply_lora(self.model, self.lora_config, seed=self.config.seed)
-            self.is_adapter = True
+
+    @property
+    def _sharded(self) -> bool:
+        return sharded_engine(self.config.trl_args)
+
+    @property
+    def _gradient_checkpointing(self) -> bool:
+        o = self.config
+        if o.gradient_checkpointing is not None:
+            return o.gradient_checkpointing
+        return self.hardware.gradient_checkpointing
 
     # -- TRL arguments ------------------------------------------------------------------------
 
@@ -188,7 +253,8 @@ class HFCurriculumTrainer(CurriculumTrainer):
         """Keyword arguments for TRL's config: the configuration, fitted to ``self.hardware``.
 
         TRL turns bf16 and gradient checkpointing on by default; here they follow the hardware
-        unless the configuration says otherwise.
+        unless the configuration says otherwise. Step checkpoints go to ``work_dir`` every
+        ``save_steps`` steps (the newest kept).
         """
         o = self.config
         hw = self.hardware
@@ -209,13 +275,11 @@ class HFCurriculumTrainer(CurriculumTrainer):
             "seed": o.seed,
             "bf16": hw.bf16 if o.bf16 is None else o.bf16,
             "fp16": False,
-            _checkpointing_field(): (
-                hw.gradient_checkpointing
-                if o.gradient_checkpointing is None
-                else o.gradient_checkpointing
-            ),
+            checkpointing_field(): self._gradient_checkpointing,
             "use_cpu": hw.device == "cpu",
-            "save_strategy": "no",
+            "save_strategy": "steps" if o.save_steps else "no",
+            "save_steps": o.save_steps or 500,
+            "save_total_limit": 1,
             "eval_strategy": "no",
             "report_to": "none",
             "disable_tqdm": not o.progress_bars,
@@ -230,10 +294,57 @@ class HFCurriculumTrainer(CurriculumTrainer):
     def example_row(self, example: PromptExample) -> dict[str, Any]:
         """The dataset row of one example."""
 
+    def prompt_budget(self) -> tuple[int | None, bool]:
+        """How many tokens an example's prompt may take, and whether its completion counts
+        towards them (None: no limit)."""
+        return None, False
+
+    def premise_source(self, dataset_dir: Path) -> PremiseSource | None:
+        """Where the prompts' premises come from: ``config.retriever`` over the corpus of the
+        export (None without a retriever)."""
+        if self.config.retriever is None:
+            return None
+        processes = distributed.current()
+        device = "cpu" if self.hardware.device == "cpu" else f"cuda:{processes.local_rank}"
+        return PremiseSource(
+            self.config.retriever, dataset_dir, self.config.num_retrieved, device=device
+        )
+
+    def build_example(
+        self, theorem: Theorem, step: TracedTactic, premises: Sequence[str] = ()
+    ) -> PromptExample | None:
+        """The example of a step with its premises, its prompt fitted to ``prompt_budget``
+        inside the user turn (None: a ``sorry`` step, or one that does not fit even so)."""
+        fmt = self.config.prompt_format
+        example = fmt.example(theorem, step, premises)
+        budget, with_completion = self.prompt_budget()
+        if example is None or budget is None:
+            return example
+        fitted = fmt.fit_prompt(
+            step.state_before,
+            premises,
+            tokenizer=self.tokenizer,
+            max_tokens=budget,
+            completion=example.completion if with_completion else None,
+        )
+        self._fitting["examples"] += 1
+        if fitted is None:
+            self._fitting["dropped"] += 1
+            return None
+        self._fitting["cut"] += fitted.cut
+        return dataclasses.replace(example, prompt=fitted.messages)
+
     def read_examples(
-        self, path: Path, *, required: bool, limit: int | None = None
+        self,
+        path: Path,
+        *,
+        required: bool,
+        limit: int | None = None,
+        premises: PremiseSource | None = None,
     ) -> list[dict[str, Any]]:
-        """Rows for every usable step of a LeanDojo split file (``sorry`` steps skipped)."""
+        """Rows for every usable step of a LeanDojo split file (``sorry`` steps skipped), each
+        prompt with the premises ``premises`` retrieves for its state."""
+        self._fitting = {"examples": 0, "cut": 0, "dropped": 0}
         if not path.is_file():
             if required:
                 raise LeanloopError(
@@ -243,8 +354,15 @@ class HFCurriculumTrainer(CurriculumTrainer):
                 )
             return []
         rows: list[dict[str, Any]] = []
-        theorems = open_dataset(path).iter_theorems()
-        for example in self.config.prompt_format.examples(theorems):
+        steps = (
+            (theorem, step)
+            for theorem, step in traced_steps(open_dataset(path).iter_theorems())
+            if not step.is_sorry
+        )
+        for theorem, step, found in with_premises(steps, premises):
+            example = self.build_example(theorem, step, found)
+            if example is None:
+                continue
             rows.append(self.example_row(example))
             if limit is not None and len(rows) >= limit:
                 break
@@ -256,23 +374,56 @@ class HFCurriculumTrainer(CurriculumTrainer):
 
     # -- one repository -------------------------------------------------------------------------
 
-    def train_step(self, step: CurriculumStep) -> None:
-        from datasets import Dataset
+    def work_dir(self, step: CurriculumStep) -> Path:
+        """Where the TRL trainer of ``step`` writes its step checkpoints: beside the
+        repository's checkpoint, removed once that is saved, kept when training fails."""
+        return step.checkpoint_dir.with_name(f".{step.checkpoint_dir.name}.work")
 
+    def read_step_data(self, step: CurriculumStep) -> tuple[list[dict], list[dict]]:
+        """The training and validation rows of ``step``'s export."""
         o = self.config
         train_file = Path(step.dataset_dir) / "random" / "train.json"
         val_file = Path(step.dataset_dir) / "random" / "val.json"
-        train_rows = self.read_examples(train_file, required=True)
+        premises = self.premise_source(Path(step.dataset_dir))
+        train_rows = self.read_examples(train_file, required=True, premises=premises)
+        fitting = dict(self._fitting)
         if not train_rows:
+            if fitting["dropped"]:
+                budget, _ = self.prompt_budget()
+                raise LeanloopError(
+                    f"no training examples left in {train_file}: in all "
+                    f"{plural(fitting['dropped'], 'example')} the template, the system prompt "
+                    f"and the tactic alone take more than {budget} tokens",
+                    hint="raise max_length",
+                )
             names = ", ".join(str(r) for r in step.seen)
             raise LeanloopError(
                 f"no training examples in {train_file}: the theorems of {names} in the train "
                 "split have no traced tactics other than sorry",
                 hint="add repositories with traced proofs before training",
             )
-        val_rows = self.read_examples(val_file, required=False, limit=o.eval_max_examples)
-        if not o.evaluate:
-            val_rows = []
+        if fitting["cut"] or fitting["dropped"]:
+            budget, _ = self.prompt_budget()
+            log.info(
+                "%s: %d of %d prompts cut to %d tokens inside the user turn, %d examples dropped",
+                type(self).__name__,
+                fitting["cut"],
+                fitting["examples"],
+                budget,
+                fitting["dropped"],
+            )
+        val_rows: list[dict] = []
+        if o.evaluate:
+            val_rows = self.read_examples(
+                val_file, required=False, limit=o.eval_max_examples, premises=premises
+            )
+        self._train_fitting = fitting
+        return train_rows, val_rows
+
+    def train_step(self, step: CurriculumStep) -> None:
+        from datasets import Dataset
+
+        train_rows, val_rows = self.read_step_data(step)
         log.info(
             "%s: repository %d (%s): %d training and %d validation examples",
             type(self).__name__,
@@ -281,60 +432,114 @@ class HFCurriculumTrainer(CurriculumTrainer):
             len(train_rows),
             len(val_rows),
         )
-        self.output_dir.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix=".trl-", dir=self.output_dir) as work_dir:
+        processes = distributed.current()
+        work_dir = self.work_dir(step)
+        resume = last_step_checkpoint(work_dir) if self.resumes() else None
+        if processes.is_main:
+            if resume is None:
+                shutil.rmtree(work_dir, ignore_errors=True)
+            work_dir.mkdir(parents=True, exist_ok=True)
+        processes.barrier()
+        try:
             trl_trainer = self.build_trl_trainer(
                 Dataset.from_list(train_rows),
                 Dataset.from_list(val_rows) if val_rows else None,
-                Path(work_dir),
+                work_dir,
             )
+            upcast_trainable(trl_trainer.model)  # float32 master weights (TRL casts QLoRA's)
+            self._add_callbacks(trl_trainer, step, len(val_rows))
+            if resume is not None:
+                log.info("%s: resuming %s from %s", type(self).__name__, step.repository, resume)
             started = time.perf_counter()
-            if o.max_seconds is not None:
-                trl_trainer.add_callback(time_limit(o.max_seconds))
-            evaluation = self.evaluation_description(len(val_rows)) if val_rows else ""
-            if o.progress_bars:
-                from transformers import ProgressCallback
-
-                if trl_trainer.pop_callback(ProgressCallback) is not None:
-                    trl_trainer.add_callback(labelled_progress(str(step.repository), evaluation))
-            else:
-                from transformers import PrinterCallback
-
-                trl_trainer.remove_callback(PrinterCallback)  # it prints every log line
-                if val_rows:
-                    trl_trainer.add_callback(evaluation_lines(self.evaluation_unit, log.info))
-            trl_trainer.train()
-            seconds = time.perf_counter() - started
-            metrics: dict[str, float] = {}
-            if val_rows:
-                log.info("%s: %s", type(self).__name__, evaluation)
-                evaluation_started = time.perf_counter()
-                metrics.update(
-                    {k: float(v) for k, v in trl_trainer.evaluate().items() if _is_number(v)}
-                )
-                log.info(
-                    "%s: evaluation done in %.0f s",
-                    type(self).__name__,
-                    time.perf_counter() - evaluation_started,
-                )
-            self.model = trl_trainer.model
-            history = list(trl_trainer.state.log_history)
-            report = StepReport(
-                index=step.index,
-                repository=str(step.repository),
-                checkpoint=step.checkpoint_dir,
-                train_examples=len(train_rows),
-                val_examples=len(val_rows),
-                global_steps=int(trl_trainer.state.global_step),
-                train_seconds=seconds,
-                train_tokens=self.trained_tokens(trl_trainer),
-                metrics=metrics,
-            )
-            self.after_training(trl_trainer, step, report)
-            del trl_trainer
-            gc.collect()
-        self.save_checkpoint(step.checkpoint_dir, history=history, step=step, report=report)
+            trl_trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+        except BaseException:
+            if processes.is_main and last_step_checkpoint(work_dir) is None:
+                shutil.rmtree(work_dir, ignore_errors=True)  # nothing in it to resume from
+            raise
+        seconds = time.perf_counter() - started
+        metrics = self._evaluate(trl_trainer, len(val_rows)) if val_rows else {}
+        self.model = trl_trainer.model
+        report = StepReport(
+            index=step.index,
+            repository=str(step.repository),
+            checkpoint=step.checkpoint_dir,
+            train_examples=len(train_rows),
+            val_examples=len(val_rows),
+            global_steps=int(trl_trainer.state.global_step),
+            train_seconds=seconds,
+            train_tokens=self.trained_tokens(trl_trainer),
+            resumed_from_step=step_number(resume) if resume else None,
+            metrics=metrics,
+        )
+        report.metrics.update(
+            {f"prompts_{k}": float(v) for k, v in self._train_fitting.items() if k != "examples"}
+        )
+        self.after_training(trl_trainer, step, report)
+        history = list(trl_trainer.state.log_history)
+        self.save_checkpoint(
+            step.checkpoint_dir, history=history, step=step, report=report, trl_trainer=trl_trainer
+        )
+        del trl_trainer
+        gc.collect()
+        if processes.is_main:
+            shutil.rmtree(work_dir, ignore_errors=True)
         self.reports.append(report)
+
+    def _add_callbacks(self, trl_trainer, step: CurriculumStep, val_count: int) -> None:
+        o = self.config
+        if o.max_seconds is not None:
+            trl_trainer.add_callback(time_limit(o.max_seconds))
+        for callback in self.callbacks:
+            trl_trainer.add_callback(callback)
+        if o.progress_bars:
+            from transformers import ProgressCallback
+
+            evaluation = self.evaluation_description(val_count) if val_count else ""
+            if trl_trainer.pop_callback(ProgressCallback) is not None:
+                trl_trainer.add_callback(labelled_progress(str(step.repository), evaluation))
+        else:
+            from transformers import PrinterCallback
+
+            trl_trainer.remove_callback(PrinterCallback)  # it prints every log line
+            if val_count:
+                trl_trainer.add_callback(evaluation_lines(self.evaluation_unit, log.info))
+
+    def _evaluate(self, trl_trainer, count: int) -> dict[str, float]:
+        log.info("%s: %s", type(self).__name__, self.evaluation_description(count))
+        started = time.perf_counter()
+        metrics = {k: float(v) for k, v in trl_trainer.evaluate().items() if _is_number(v)}
+        log.info(
+            "%s: evaluation done in %.0f s", type(self).__name__, time.perf_counter() - started
+        )
+        return metrics
+
+    # -- resuming -------------------------------------------------------------------------------
+
+    def resumes(self) -> bool:
+        return self.config.resume
+
+    def skip_step(self, step: CurriculumStep) -> None:
+        """A repository finished earlier: its report, as its checkpoint recorded it."""
+        info_path = step.checkpoint_dir / CHECKPOINT_INFO
+        try:
+            recorded = json.loads(info_path.read_text()).get("report")
+        except (OSError, ValueError):
+            recorded = None
+        if recorded is not None:
+            self.reports.append(StepReport.model_validate(recorded))
+        log.info(
+            "%s: %s finished earlier (%s)",
+            type(self).__name__,
+            step.repository,
+            info_path.parent.name,
+        )
+
+    def resume_from(self, checkpoint_dir: Path) -> None:
+        """Go on from a finished repository's checkpoint: its weights (or adapter) replace the
+        model loaded at the start."""
+        del self.model
+        gc.collect()
+        self._load(checkpoint_dir, resumed=True)
 
     #: What one step of the evaluation after training covers (in its progress lines).
     evaluation_unit: ClassVar[str] = "batch"
@@ -363,158 +568,53 @@ class HFCurriculumTrainer(CurriculumTrainer):
         history: list[dict[str, Any]] | None = None,
         step: CurriculumStep | None = None,
         report: StepReport | None = None,
+        trl_trainer=None,
     ) -> Path:
         """Write the model (or its LoRA adapter), the tokenizer, the log history and the training
         curves to ``directory``; it appears complete or not at all. Among several processes the
-        main one writes it (the model is the same on all) and the others wait for it."""
-        directory = Path(directory)
-        processes = distributed.current()
-        if not processes.is_main:
-            processes.barrier()
-            return directory
-        history = history or []
-        with replace_directory(
-            directory, may_replace=lambda path: (path / CHECKPOINT_INFO).is_file()
-        ) as staging:
-            self.model.save_pretrained(staging)
-            if self.is_adapter:
-                _name_adapter_base(staging, self.base_model)
-            self.tokenizer.save_pretrained(staging)
-            (staging / LOG_HISTORY).write_text(json.dumps(history, indent=1, default=str))
-            if self.config.plot_curves:
-                title = f"{self.kind.upper()} {step.repository}" if step else self.kind.upper()
-                plot_curves(history, staging / CURVES_PNG, title=title)
-            info = {
-                "trainer": self.kind,
-                "base_model": self.base_model,
-                "adapter": self.is_adapter,
-                "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                "config": self.config.to_dict(),
-            }
-            if step is not None:
-                info["repository"] = step.repository.model_dump(mode="json")
-                info["seen"] = [r.model_dump(mode="json") for r in step.seen]
-            if report is not None:
-                info["report"] = report.model_dump(mode="json")
-            (staging / CHECKPOINT_INFO).write_text(json.dumps(info, indent=1))
-        log.info("saved %s", directory)
-        processes.barrier()
-        return directory
+        main one writes it and the others wait for it.
 
+        With ``trl_trainer`` the weights are saved by its ``save_model``, on every process (under
+        FSDP it gathers the full state dict, under DeepSpeed ZeRO-3 the partitioned weights; the
+        main process writes them); without, the main process saves ``self.model``.
 
-def time_limit(seconds: float):
-    """A transformers callback stopping training after the first optimizer step that ends
-    ``seconds`` after training began."""
-    from transformers import TrainerCallback
+        Args:
+            directory: The checkpoint directory (replaced when it holds a checkpoint).
+            history: The TRL trainer's log history.
+            step: The repository it was trained on.
+            report: What training produced.
+            trl_trainer: The TRL trainer that trained the model.
 
-    class TimeLimit(TrainerCallback):
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.deadline = time.perf_counter() + seconds
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if time.perf_counter() >= self.deadline:
-                control.should_training_stop = True
-
-    return TimeLimit()
-
-
-def labelled_progress(training: str, evaluation: str):
-    """transformers' progress bars (a ``ProgressCallback``) with what each one counts written
-    on it: the training steps on ``training``, the evaluation after it as ``evaluation``
-    says."""
-    from transformers import ProgressCallback
-
-    class LabelledProgress(ProgressCallback):
-        def on_train_begin(self, args, state, control, **kwargs):
-            super().on_train_begin(args, state, control, **kwargs)
-            if self.training_bar is not None:
-                self.training_bar.set_description(f"training on {training}")
-
-        def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
-            fresh = self.prediction_bar is None
-            super().on_prediction_step(
-                args, state, control, eval_dataloader=eval_dataloader, **kwargs
-            )
-            if fresh and self.prediction_bar is not None and evaluation:
-                self.prediction_bar.set_description(evaluation)
-
-    return LabelledProgress()
-
-
-def evaluation_lines(unit: str, say: Callable[[str], None], every_seconds: float = 10.0):
-    """A transformers callback saying how far an evaluation has come: after its first
-    ``unit``, then at most every ``every_seconds`` seconds, and after its last."""
-    from transformers import TrainerCallback
-
-    class EvaluationLines(TrainerCallback):
-        def __init__(self) -> None:
-            self.done = 0
-            self.started = self.said = time.perf_counter()
-
-        def on_train_end(self, args, state, control, **kwargs):
-            self.started = time.perf_counter()  # the evaluation after training starts
-
-        def on_prediction_step(self, args, state, control, eval_dataloader=None, **kwargs):
-            if not state.is_world_process_zero:
-                return
-            now = time.perf_counter()
-            self.done += 1
-            total = len(eval_dataloader) if eval_dataloader is not None else None
-            last = total is not None and self.done >= total
-            if self.done == 1 or last or now - self.said >= every_seconds:
-                self.said = now
-                counted = (
-                    f"{self.done} of {plural(total, unit)}" if total else plural(self.done, unit)
-                )
-                say(f"evaluated {counted} ({now - self.started:.0f} s)")
-
-        def on_evaluate(self, args, state, control, **kwargs):
-            self.done = 0
-            self.started = time.perf_counter()
-
-    return EvaluationLines()
-
-
-def apply_lora(model, lora_config, *, seed: int | None = None):
-    """``model`` with a fresh LoRA adapter (``lora_config`` is a ``peft.LoraConfig``)."""
-    from peft import get_peft_model
-
-    if seed is not None:
-        from transformers import set_seed
-
-        set_seed(seed)  # the adapter's initial weights are random
-    try:
-        return get_peft_model(model, copy.deepcopy(lora_config))
-    except ValueError as exc:
-        raise LeanloopError(
-            f"cannot apply the LoRA configuration: {str(exc).splitlines()[0]}",
-            hint="check target_modules against the model's module names",
-        ) from exc
-
-
-def _name_adapter_base(directory: Path, base_model: str) -> None:
-    """Point a saved adapter at the base model by the name the user gave (a packaged or hub name
-    stays a name; PEFT would write the resolved directory, which may be a cache path)."""
-    from leanloop.ml.causal import ADAPTER_CONFIG
-
-    path = directory / ADAPTER_CONFIG
-    config = json.loads(path.read_text())
-    config["base_model_name_or_path"] = base_model
-    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
-
-
-def _checkpointing_field() -> str:
-    """transformers 5.x renamed ``gradient_checkpointing`` to ``activation_checkpointing``."""
-    import dataclasses
-
-    from transformers import TrainingArguments
-
-    names = {f.name for f in dataclasses.fields(TrainingArguments)}
-    return (
-        "activation_checkpointing"
-        if "activation_checkpointing" in names
-        else ("gradient_checkpointing")
-    )
+        Returns:
+            ``directory``.
+        """
+        info: dict[str, Any] = {
+            "trainer": self.kind,
+            "base_model": self.base_model,
+            "adapter": self.is_adapter,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "config": self.config.to_dict(),
+        }
+        if step is not None:
+            info["repository"] = step.repository.model_dump(mode="json")
+            info["seen"] = [r.model_dump(mode="json") for r in step.seen]
+        if report is not None:
+            info["report"] = report.model_dump(mode="json")
+        title = f"{self.kind.upper()} {step.repository}" if step else self.kind.upper()
+        return write_checkpoint(
+            Path(directory),
+            save_weights=(
+                trl_trainer.save_model
+                if trl_trainer is not None
+                else (lambda path: self.model.save_pretrained(path))
+            ),
+            collective=trl_trainer is not None,
+            tokenizer=self.tokenizer,
+            adapter_base=self.base_model if self.is_adapter else None,
+            history=history or [],
+            curves_title=title if self.config.plot_curves else None,
+            info=info,
+        )
 
 
 def _is_number(value: Any) -> bool:

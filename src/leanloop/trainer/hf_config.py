@@ -1,5 +1,6 @@
 """``HFTrainerConfig``: what the tactic-generator trainers (SFT and GRPO) share in their
-configuration: the model, LeanDojo-v2's arguments, the optimizer, precision and checkpoints."""
+configuration: the model and how it is loaded, LeanDojo-v2's arguments, the optimizer, precision,
+retrieved premises in the prompts, and checkpoints."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from leanloop.data.prompt import PromptFormat
+from leanloop.ml.loading import DtypeName, Quantization
 from leanloop.trainer.config import TrainerConfig
 
 
@@ -38,6 +40,50 @@ class HFTrainerConfig(TrainerConfig):
         default=None,
         description="peft.LoraConfig keyword arguments: train a LoRA adapter instead of the "
         "whole model (None: the whole model).",
+    )
+    quantization: Quantization | None = Field(
+        default=None,
+        description="Load the model's weights in 4 or 8 bits with bitsandbytes (a CUDA GPU): "
+        "4bit with lora is QLoRA; a quantized model trains a LoRA adapter only (None: as "
+        "stored).",
+    )
+    attn_implementation: str | None = Field(
+        default=None,
+        description="The attention kernel (sdpa, eager, flash_attention_2 with flash-attn "
+        "installed, ...); None: transformers' default.",
+    )
+    device_map: str | dict[str, int | str] | None = Field(
+        default=None,
+        description="Where the model's layers go, passed to from_pretrained (auto, {'': 0}); "
+        "for one process (None: the trainer places the model).",
+    )
+    dtype: DtypeName | None = Field(
+        default=None,
+        description="The dtype to load in (None: weights that train load in float32 and bf16 "
+        "autocast computes where the GPU has it; a LoRA adapter's frozen base loads in bf16 "
+        "there). bfloat16/float16 with full fine-tuning is refused: 16-bit weights without "
+        "float32 master weights lose the updates.",
+    )
+    retriever: str | None = Field(
+        default=None,
+        description="A retriever (RetrievalTrainer's checkpoint or output directory): each "
+        "prompt then lists the num_retrieved premises it ranks best for the state, in "
+        "RetrievalProver's format, as ReProver trains (None: prompts are the state alone).",
+    )
+    num_retrieved: int = Field(
+        default=10, ge=1, description="Premises before each state when retriever is given."
+    )
+    save_steps: int | None = Field(
+        default=500,
+        ge=1,
+        description="Optimizer steps between step checkpoints within a repository (the newest "
+        "kept in output_dir/.<checkpoint>.work until the repository is finished; a run started "
+        "again resumes from it). None: none.",
+    )
+    resume: bool = Field(
+        default=True,
+        description="Skip the repositories an earlier run into output_dir finished and resume "
+        "an interrupted one from its last step checkpoint (False: train them all again).",
     )
     gradient_accumulation_steps: int = Field(
         default=1, ge=1, description="Batches per optimizer step."
@@ -71,7 +117,8 @@ class HFTrainerConfig(TrainerConfig):
     )
     bf16: bool | None = Field(
         default=None,
-        description="bf16 mixed precision (None: where the GPU has it, never on a CPU).",
+        description="bf16 mixed precision, autocast over float32 weights (None: where the GPU "
+        "has it, never on a CPU).",
     )
     evaluate: bool = Field(
         default=True, description="Evaluate on the export's validation split after each repository."

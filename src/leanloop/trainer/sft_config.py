@@ -10,11 +10,26 @@ from leanloop.trainer.hf_config import HFTrainerConfig
 
 @dataclass
 class SFTTrainerConfig(HFTrainerConfig):
-    """The shared tactic-trainer fields, and how long an example may be."""
+    """The shared tactic-trainer fields, how long an example may be and how batches are made."""
 
     max_length: int | None = Field(
         default=1024,
         ge=8,
-        description="Tokens kept of each example (longer ones lose their end; one whose "
-        "completion is cut away entirely is dropped); None: no limit.",
+        description="Tokens an example may take: a longer prompt is cut inside its user turn "
+        "(premises first, then the state's first lines; the template, the system prompt and "
+        "the tactic stay whole); an example whose tactic alone does not fit is dropped. None: "
+        "no limit.",
+    )
+    padding_free: bool | None = Field(
+        default=None,
+        description="Concatenate each batch's examples into one sequence with their positions "
+        "(no padding; each example attends to itself). None: on with a flash-attention kernel "
+        "(attn_implementation), whose variable-length kernels make it cheaper; off with sdpa "
+        "and eager, whose mask over the whole batch grows with its square.",
+    )
+    group_by_length: bool | None = Field(
+        default=None,
+        description="Batch examples of similar length together (transformers' length-grouped "
+        "sampler) so that little padding is computed. None: on unless padding_free, for a "
+        "repository with 8 batches' worth of examples or more (fewer cannot be grouped).",
     )
