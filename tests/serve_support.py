@@ -54,7 +54,10 @@ class Recorded:
 class FakeUpstream:
     """A provider's HTTP API on loopback. ``mode``: ``ok`` answers with ``replies`` (cycled),
     ``slow`` waits ``delay`` seconds first, ``fail`` answers HTTP 500 with the provider's error
-    body, ``malformed`` answers 200 with JSON of the wrong shape, ``garbage`` with non-JSON."""
+    body, ``malformed`` answers 200 with JSON of the wrong shape, ``garbage`` with non-JSON.
+    A request for a stream (``stream: true``; Gemini's ``streamGenerateContent``) is answered
+    with server-sent events in the provider's format: each reply in two pieces, and between
+    the first pieces and the second a wait for ``after_first`` (set by default)."""
 
     wire: str  # "openai" | "anthropic" | "gemini"
     replies: list[str] = field(default_factory=lambda: ["simp", "omega", "simp", "rfl"])
@@ -62,10 +65,12 @@ class FakeUpstream:
     delay: float = 0.0
     requests: list[Recorded] = field(default_factory=list)
     url: str = ""
+    after_first: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
         upstream = self
         self.turn = threading.Lock()
+        self.after_first.set()
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -87,6 +92,21 @@ class FakeUpstream:
                     status, payload = upstream.answer(self.path, body)
                 if upstream.mode == "slow":
                     time.sleep(upstream.delay)
+                if status == 200 and isinstance(payload, Streamed):
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("connection", "close")
+                    self.end_headers()
+                    self.close_connection = True
+                    try:
+                        for number, part in enumerate(payload.parts):
+                            if number == payload.wait_after:
+                                upstream.after_first.wait()
+                            self.wfile.write(part)
+                            self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
@@ -117,7 +137,80 @@ class FakeUpstream:
             return 200, b"<html>not json</html>"
         if self.mode == "malformed":
             return 200, {"unexpected": True}
+        if (isinstance(body, dict) and body.get("stream")) or "streamGenerateContent" in path:
+            return 200, getattr(self, f"_{self.wire}_stream")(path, body)
         return 200, getattr(self, f"_{self.wire}")(path, body)
+
+    # -- streamed answers ------------------------------------------------------------------------
+
+    def _openai_stream(self, path: str, body: Any) -> Streamed:
+        texts = self._texts(int(body.get("n") or 1))
+        chat = path.endswith("/chat/completions")
+        head = {"id": "cmpl-test", "created": 1, "model": body.get("model")}
+        head["object"] = "chat.completion.chunk" if chat else "text_completion"
+
+        def event(index: int, text: str | None, finish: str | None = None) -> bytes:
+            choice: dict[str, Any] = {"index": index, "finish_reason": finish, "logprobs": None}
+            if chat:
+                choice["delta"] = {} if text is None else {"content": text}
+            else:
+                choice["text"] = text or ""
+            return sse({**head, "choices": [choice]})
+
+        first = [event(i, halves(t)[0]) for i, t in enumerate(texts)]
+        rest = [event(i, halves(t)[1]) for i, t in enumerate(texts)]
+        rest += [event(i, None, "stop") for i in range(len(texts))]
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": 10, "completion_tokens": 2 * len(texts)}
+            usage["total_tokens"] = 10 + 2 * len(texts)
+            rest.append(sse({**head, "choices": [], "usage": usage}))
+        return Streamed([*first, *rest, b"data: [DONE]\n\n"], wait_after=len(first))
+
+    def _anthropic_stream(self, path: str, body: Any) -> Streamed:
+        (text,) = self._texts(1)
+        message = {**self._anthropic(path, body), "content": [], "stop_reason": None}
+        message["usage"] = {"input_tokens": 10, "output_tokens": 0}
+
+        def event(kind: str, **fields: Any) -> bytes:
+            data = json.dumps({"type": kind, **fields})
+            return f"event: {kind}\ndata: {data}\n\n".encode()
+
+        def delta(piece: str) -> bytes:
+            return event(
+                "content_block_delta", index=0, delta={"type": "text_delta", "text": piece}
+            )
+
+        first, second = halves(text)
+        return Streamed(
+            [
+                event("message_start", message=message),
+                event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+                delta(first),
+                delta(second),
+                event("content_block_stop", index=0),
+                event(
+                    "message_delta",
+                    delta={"stop_reason": "end_turn", "stop_sequence": None},
+                    usage={"output_tokens": 2},
+                ),
+                event("message_stop"),
+            ],
+            wait_after=3,
+        )
+
+    def _gemini_stream(self, path: str, body: Any) -> Streamed:
+        (text,) = self._texts(1)
+        first, second = halves(text)
+
+        def candidate(piece: str) -> dict[str, Any]:
+            return {"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}
+
+        usage = {"promptTokenCount": 10, "candidatesTokenCount": 2, "totalTokenCount": 12}
+        tail = {"candidates": [{**candidate(second), "finishReason": "STOP"}]}
+        return Streamed(
+            [sse({"candidates": [candidate(first)]}), sse({**tail, "usageMetadata": usage})],
+            wait_after=1,
+        )
 
     def _texts(self, count: int) -> list[str]:
         start = len(self.requests) - 1
@@ -139,12 +232,19 @@ class FakeUpstream:
                     "logprobs": {"content": tokens} if body.get("logprobs") else None,
                 }
             )
+        if not path.endswith("/chat/completions"):  # a text completion
+            for choice in choices:
+                choice["text"] = choice.pop("message")["content"]
+                choice["logprobs"] = None
         return {
             "id": "chatcmpl-test",
-            "object": "chat.completion",
+            "object": "chat.completion"
+            if path.endswith("/chat/completions")
+            else "text_completion",
             "created": 1,
             "model": body.get("model"),
             "choices": choices,
+            "usage": {"prompt_tokens": 10, "completion_tokens": n, "total_tokens": 10 + n},
         }
 
     def _anthropic(self, path: str, body: Any) -> dict[str, Any]:
@@ -186,6 +286,24 @@ class FakeUpstream:
         return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}
 
 
+@dataclass
+class Streamed:
+    """A streamed answer: its events, sent in order, with a wait for ``after_first`` before
+    event number ``wait_after``."""
+
+    parts: list[bytes]
+    wait_after: int
+
+
+def sse(payload: Any) -> bytes:
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def halves(text: str) -> tuple[str, str]:
+    middle = max(1, len(text) // 2)
+    return text[:middle], text[middle:]
+
+
 def build_progress_model(directory: Path, encoder_dir: Path, *, mean: float = 3.0) -> Path:
     """A progress regressor in ProgressTrainer's format (randomly initialised head on the tiny
     encoder): what ``ProgressScorer`` loads."""
@@ -215,13 +333,39 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
 
 class StandinTokenizer:
     """What the local backend asks of a tokenizer: the chat as text (its last message), and
-    tokens (words)."""
+    tokens (words, each with its id in ``vocabulary``)."""
+
+    def __init__(self) -> None:
+        self.vocabulary: list[str] = ["<end>"]
 
     def apply_chat_template(self, messages: list[dict[str, str]], **_: Any) -> str:
         return messages[-1]["content"]
 
-    def __call__(self, text: str, **_: Any) -> dict[str, list[str]]:
-        return {"input_ids": text.split()}
+    def __call__(self, text: str, **_: Any) -> dict[str, list[int]]:
+        return {"input_ids": [self.id(word) for word in text.split()]}
+
+    def id(self, word: str) -> int:
+        if word not in self.vocabulary:
+            self.vocabulary.append(word)
+        return self.vocabulary.index(word)
+
+    def decode(self, ids: list[int], **_: Any) -> str:
+        return " ".join(self.vocabulary[i] for i in ids if i)
+
+
+class Tokens:
+    """Token ids as transformers hands them to a streamer (what ``put`` reads of a tensor)."""
+
+    def __init__(self, rows: list[list[int]]) -> None:
+        self.rows = rows
+        self.shape = (len(rows), len(rows[0]) if rows else 0)
+        self.ndim = 2
+
+    def reshape(self, *_: Any) -> Tokens:
+        return Tokens([[value] for row in self.rows for value in row])
+
+    def tolist(self) -> list[int]:
+        return [value for row in self.rows for value in row]
 
 
 class StandinModel:
@@ -232,26 +376,60 @@ class StandinModel:
 
     def __init__(self, latency: float = 0.0) -> None:
         from leanloop.data.prompt import PromptFormat
+        from leanloop.ml.generation import DecodingOptions
 
         self.latency = latency
         self.hold = threading.Event()
         self.hold.set()
+        #: while clear, a streamed generation waits after its first token (set it to go on)
+        self.after_first_token = threading.Event()
+        self.after_first_token.set()
+        #: set when a streamed generation ends; ``stream_failure`` is what stopped it, if any
+        self.stream_ended = threading.Event()
+        self.stream_failure: Exception | None = None
         self.batches: list[list[str]] = []
         self.finished = 0
         self.prompt_format = PromptFormat()
         self.tokenizer = StandinTokenizer()
+        self.end_ids = [0]
+        self.options = DecodingOptions()
 
     def prompt_text(self, state: str) -> str:
         return state
 
     def generate_replies(
-        self, prompts: list[str], k: int = 8, **_: Any
+        self, prompts: list[str], k: int = 8, **options: Any
     ) -> list[list[tuple[str, float]]]:
+        counted = self.generate_counted(prompts, k, **options)
+        return [[(text, score) for text, score, _ in found] for found in counted]
+
+    def generate_counted(
+        self, prompts: list[str], k: int = 8, *, streamer: Any = None, **_: Any
+    ) -> list[list[tuple[str, float, int]]]:
+        """Replies ``exact P_i`` (two words); a ``streamer`` gets each prompt's words, then the
+        first word of every reply, waits for ``after_first_token``, then the second and the
+        end."""
         self.batches.append(list(prompts))
         self.hold.wait()
         time.sleep(self.latency)
+        replies = [[f"exact {prompt}_{i}" for i in range(k)] for prompt in prompts]
+        if streamer is not None:
+            try:
+                flat = [text.split() for found in replies for text in found]
+                streamer.put(Tokens([[1] for _ in flat]))
+                for step in range(2):
+                    streamer.put(Tokens([[self.tokenizer.id(words[step])] for words in flat]))
+                    if step == 0:
+                        self.after_first_token.wait()
+                streamer.put(Tokens([[0] for _ in flat]))
+                streamer.end()
+            except Exception as exc:
+                self.stream_failure = exc
+                raise
+            finally:
+                self.stream_ended.set()
         self.finished += 1
-        return [[(f"exact {prompt}_{i}", -0.1 * (i + 1)) for i in range(k)] for prompt in prompts]
+        return [[(text, -0.1 * (i + 1), 3) for i, text in enumerate(found)] for found in replies]
 
 
 def standin_backend(config: Any, name: str, model: StandinModel) -> Any:

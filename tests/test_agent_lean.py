@@ -175,14 +175,17 @@ def test_the_module_explains_its_configuration(tmp_path, capsys):
     config.write_text("repositories:\n  - dataset: d\ntraining:\n  lr: -1\n")
     assert main(["--config", str(config)]) == 1
     err = capsys.readouterr().err
-    assert f"{config}, training: field 'lr'" in err and len(err.strip().splitlines()) == 2
+    assert f"{config}, line 4, field 'training.lr'" in err and len(err.strip().splitlines()) == 1
 
     config.write_text("repositories:\n  - url: https://example.org/x\n")
     assert main(["--config", str(config)]) == 1
-    assert "repositories[0]: commit goes with url" in capsys.readouterr().err
+    assert "field 'repositories[0]': commit goes with url" in capsys.readouterr().err
     config.write_text("training: {}\n")
+    assert main(["--config", str(config)]) == 1
+    assert "field 'repositories': the field is missing" in capsys.readouterr().err
+    config.write_text("repositories: []\n")
     assert main(["--config", str(config)]) == 1
     assert "must list at least one repository" in capsys.readouterr().err
     config.write_text("repositories: [{path: p}]\nprover: {strategy: sideways}\n")
-    with pytest.raises(LeanloopError, match=r"bad\.yaml, prover: field 'strategy'"):
+    with pytest.raises(LeanloopError, match=r"bad\.yaml, line \d+, field 'prover\.strategy'"):
         LeanAgentConfig.from_yaml(config)

@@ -207,11 +207,11 @@ def test_progress_trains_on_the_database_and_evaluates(capsys, db, tiny_encoder,
 
 def test_bad_input_is_one_line(capsys, db, tmp_path):
     code, _, err = run_cli(capsys, "train", "sft", "--db", db)
-    assert_one_line_error(code, err, "field 'model_name' is missing")
+    assert_one_line_error(code, err, "field 'model_name': the field is missing")
     config = tmp_path / "bad.yaml"
     config.write_text("model_name: tinycoder\nlearning_rate: 0.1\n")
     code, _, err = run_cli(capsys, "train", "sft", "--config", config, "--db", db)
-    assert_one_line_error(code, err, f"{config}: unknown field 'learning_rate'")
+    assert_one_line_error(code, err, f"{config}, line 2, field 'learning_rate': unknown field")
     code, _, err = run_cli(capsys, "train", "sft", "--model", "m", "--db", tmp_path / "none.db")
     assert_one_line_error(code, err, "no database at")
     code, _, err = run_cli(capsys, "train", "retrieval", "--db", db, "--repo", "nobody/nothing")
@@ -222,7 +222,7 @@ def test_bad_input_is_one_line(capsys, db, tmp_path):
     assert_one_line_error(code, err, "the configuration file does not exist")
 
     code, _, err = run_cli(capsys, "evaluate", "tactics", "--db", db)
-    assert_one_line_error(code, err, "field 'checkpoint' is missing")
+    assert_one_line_error(code, err, "field 'checkpoint': the field is missing")
     code, _, err = run_cli(
         capsys, "evaluate", "tactics", "--checkpoint", tmp_path, "--dataset", tmp_path
     )

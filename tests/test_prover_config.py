@@ -35,12 +35,12 @@ def test_files_round_trip_and_errors_name_file_and_field(tmp_path):
     assert ProverConfig.from_json(config.to_json(tmp_path / "p.json")) == config
     bad = tmp_path / "bad.yaml"
     bad.write_text("timeout: 0\n")
-    with pytest.raises(LeanloopError, match=r"bad\.yaml: field 'timeout'"):
+    with pytest.raises(LeanloopError, match=r"bad\.yaml, line 1, field 'timeout'"):
         ProverConfig.from_yaml(bad)
     bad.write_text("num_sample_tactics: 8\n")
     with pytest.raises(LeanloopError) as error:
         ProverConfig.from_yaml(bad)
-    assert "unknown field 'num_sample_tactics'" in str(error.value)
+    assert "field 'num_sample_tactics': unknown field" in str(error.value)
     assert "did you mean 'num_sampled_tactics'" in str(error.value)
     bad.write_text("strategy: random\n")
     with pytest.raises(LeanloopError, match="field 'strategy'"):

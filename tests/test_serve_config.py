@@ -182,7 +182,7 @@ def test_leanloop_serve_reports_a_bad_file(tmp_path):
         env=_env(),
     )
     assert result.returncode == 1
-    assert f"{path}, field 'models[gpt].retries'" in result.stderr
+    assert f"{path}, line 2, field 'models[gpt].retries'" in result.stderr
     assert "Traceback" not in result.stderr
 
 

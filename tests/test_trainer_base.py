@@ -67,10 +67,12 @@ def test_configs_load_from_files_and_check_fields_together(tmp_path):
     with pytest.raises(LeanloopError, match=r"grpo\.yaml: batch_size=3 .* num_generations=4"):
         GRPOTrainerConfig.from_yaml(path)
     path.write_text("model_name: tinycoder\nbatch_size: 0\n")
-    with pytest.raises(LeanloopError, match=r"grpo\.yaml: field 'batch_size'"):
+    with pytest.raises(LeanloopError, match=r"grpo\.yaml, line 2, field 'batch_size'"):
         GRPOTrainerConfig.from_yaml(path)
     path.write_text("batch_size: 2\n")
-    with pytest.raises(LeanloopError, match=r"grpo\.yaml: field 'model_name' is missing"):
+    with pytest.raises(
+        LeanloopError, match=r"grpo\.yaml, field 'model_name': the field is missing"
+    ):
         GRPOTrainerConfig.from_yaml(path)
     # and when a field is changed afterwards
     with pytest.raises(LeanloopError, match="does not divide by num_generations=3"):

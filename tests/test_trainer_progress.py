@@ -209,7 +209,7 @@ def test_progress_text_puts_the_proof_so_far_last():
 
 def test_bad_arguments_are_clear_errors(tmp_path, rows_path):
     for ratio in (0, 1, 1.5, -0.2):
-        with pytest.raises(LeanloopError, match="ProgressTrainer: field 'eval_ratio'"):
+        with pytest.raises(LeanloopError, match="ProgressTrainer, field 'eval_ratio'"):
             ProgressTrainer(rows_path, eval_ratio=ratio)
     with pytest.raises(LeanloopError, match="does not exist"):
         ProgressTrainer(tmp_path / "missing.jsonl")
@@ -423,5 +423,5 @@ def test_from_config_file(tmp_path, rows_path):
     assert trainer.data_path == rows_path and trainer.model_name == "bert-base-uncased"
     assert ProgressTrainer.from_config(trainer.config).config == trainer.config
     path.write_text(f"data_path: {rows_path}\nlearning_rate: 0\n")
-    with pytest.raises(LeanloopError, match=r"progress\.yaml: field 'learning_rate'"):
+    with pytest.raises(LeanloopError, match=r"progress\.yaml, line \d+, field 'learning_rate'"):
         ProgressTrainer.from_config(path)

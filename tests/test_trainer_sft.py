@@ -372,10 +372,10 @@ def test_unknown_model_names_the_offline_models(tmp_path):
 
 def test_bad_options_are_named(tmp_path):
     with pytest.raises(
-        LeanloopError, match=r"SFTTrainer: unknown field 'max_lenght'.*'max_length'"
+        LeanloopError, match=r"SFTTrainer, field 'max_lenght': unknown field.*'max_length'"
     ):
         SFTTrainer("tinycoder", output_dir=tmp_path, max_lenght=12)
-    with pytest.raises(LeanloopError, match="SFTTrainer: field 'batch_size'"):
+    with pytest.raises(LeanloopError, match="SFTTrainer, field 'batch_size'"):
         SFTTrainer("tinycoder", output_dir=tmp_path, batch_size=0)
     with pytest.raises(LeanloopError, match=r"lora_config must be a peft\.LoraConfig"):
         SFTTrainer("tinycoder", output_dir=tmp_path, lora_config=42)

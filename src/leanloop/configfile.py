@@ -1,21 +1,42 @@
 """Configuration files and the one configuration idiom: a file (YAML, or JSON, which YAML also
 reads) read into plain data with errors naming the file and line, and ``ConfigBase``, the pydantic
 dataclass every component's ``*Config`` derives from (help text on every field, checked when made
-or changed, loaded from and saved to YAML or JSON, a bad value reported as one line naming the
-file or class and the field)."""
+or changed, loaded from and saved to YAML or JSON).
+
+Everything wrong with a configuration is reported at once (``ConfigError``), one line per
+problem naming the file, the line where the YAML/JSON file has it, the dotted field
+(``lora.lora_alph``, ``models[gpt].timeout``) and what was expected; an unknown key is reported
+as unknown, with the closest known field of its section as a suggestion. A mapping that holds a
+library's keyword arguments (``lora:`` for ``peft.LoraConfig``, ``trl_args:`` for TRL's
+configuration) is checked against that library's parameters when the configuration is loaded
+(``KeywordsOf``), not when the library is called."""
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import difflib
+import functools
+import importlib
+import inspect
 import json
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import Any, Self, Union, cast, get_args, get_origin
 
-from pydantic import ConfigDict, TypeAdapter, ValidationError, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+)
 from pydantic.dataclasses import dataclass
+from pydantic.fields import FieldInfo
+from pydantic_core import core_schema
 
 from leanloop.atomic import write_text_atomic
 from leanloop.errors import DataFormatError, LeanloopError
@@ -49,6 +70,316 @@ def read_config_file(path: str | PathLike[str]) -> Any:
         ) from None
 
 
+def config_lines(path: str | PathLike[str]) -> dict[tuple[str | int, ...], int]:
+    """Where each key (and list item) of a YAML or JSON file is: its path of keys and indices
+    to its line (1-based); empty when the file cannot be read or parsed."""
+    import yaml
+
+    try:
+        root = yaml.compose(Path(path).read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, ValueError, yaml.YAMLError):
+        return {}
+    lines: dict[tuple[str | int, ...], int] = {}
+
+    def walk(node: Any, at: tuple[str | int, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                here = (*at, str(key.value))
+                lines[here] = key.start_mark.line + 1
+                walk(value, here)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                here = (*at, index)
+                lines[here] = item.start_mark.line + 1
+                walk(item, here)
+
+    if root is not None:
+        walk(root, ())
+    return lines
+
+
+# -- everything wrong at once ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ConfigProblem:
+    """One thing wrong with a configuration: the dotted field (None: the whole), what is
+    wrong or was expected, what to do, and the line of the file that has it."""
+
+    field: str | None
+    problem: str
+    hint: str | None = None
+    line: int | None = None
+
+
+class ConfigError(DataFormatError):
+    """Everything wrong with a configuration; ``problems`` holds each, and ``lines()`` says
+    each in one line (``FILE, line L, field 'F': PROBLEM (HINT)``). The error's own message is
+    the first problem's (with how many more there are).
+
+    Args:
+        source: The file (or what else the values came from).
+        problems: What is wrong, at least one.
+    """
+
+    def __init__(self, source: str, problems: Sequence[ConfigProblem]) -> None:
+        first = problems[0]
+        more = len(problems) - 1
+        problem = first.problem + (f" (and {more} more problem{'s' * (more > 1)})" if more else "")
+        super().__init__(source, problem, line=first.line, field=first.field, hint=first.hint)
+        self.source = source
+        self.problems = list(problems)
+
+    def lines(self) -> list[str]:
+        """Each problem as one line naming the file, line and field."""
+        return [
+            str(DataFormatError(self.source, p.problem, line=p.line, field=p.field, hint=p.hint))
+            for p in self.problems
+        ]
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+class InvalidValues(LeanloopError):
+    """Values of a configuration that do not fit together (raised by its checks, see
+    ``ConfigBase.invalid``); ``problem`` is what is wrong, without the source."""
+
+    def __init__(self, source: str, problem: str, hint: str | None = None) -> None:
+        super().__init__(f"{source}: {problem}", hint=hint)
+        self.problem = problem
+
+
+@dataclasses.dataclass(frozen=True)
+class KeywordsOf:
+    """Marks a mapping field as keyword arguments of a library's class, e.g.
+    ``Annotated[dict[str, Any] | None, KeywordsOf("peft", "LoraConfig", build=True)]``: an
+    unknown key is reported where the configuration is loaded, as an unknown field of that
+    section (with the closest parameter as a suggestion); with ``build``, the class is also
+    made from the mapping then (for classes that are cheap to make and do nothing else), so a
+    value it refuses is reported there too. Where the library is not installed, nothing is
+    checked (the component that needs it says so)."""
+
+    module: str
+    name: str
+    build: bool = False
+    #: keyword arguments leanloop adds before it makes the class (e.g. PEFT's ``task_type``)
+    defaults: tuple[tuple[str, Any], ...] = ()
+
+    def keywords(self) -> list[str] | None:
+        """The parameters of the class (None: the library is not installed)."""
+        return _keywords(self.module, self.name)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Callable[[Any], Any]) -> Any:
+        return core_schema.no_info_wrap_validator_function(self._check, handler(source))
+
+    def _check(self, value: Any, handler: Callable[[Any], Any]) -> Any:
+        value = handler(value)
+        if not isinstance(value, Mapping) or not value:
+            return value
+        known = self.keywords()
+        if known is None:
+            return value
+        _keyword_model(self.module, self.name).model_validate(dict(value))
+        if self.build:
+            target = getattr(importlib.import_module(self.module), self.name)
+            try:
+                target(**{**dict(self.defaults), **value})
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"{self.module}.{self.name} refuses these values: {exc}") from None
+        return value
+
+
+@functools.cache
+def _keywords(module: str, name: str) -> list[str] | None:
+    try:
+        target = getattr(importlib.import_module(module), name)
+    except ImportError:
+        return None
+    if dataclasses.is_dataclass(target):
+        return [f.name for f in dataclasses.fields(target) if f.init]
+    parameters = inspect.signature(target).parameters.values()
+    return [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+@functools.cache
+def _keyword_model(module: str, name: str) -> type[BaseModel]:
+    """A model whose fields are the class's parameters (any value): unknown keys fail it."""
+    fields: dict[str, Any] = {key: (Any, None) for key in _keywords(module, name) or ()}
+    return create_model(f"{name}Keywords", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+#: Names pydantic puts in an error's location for the branch of a union it tried.
+_BRANCHES = frozenset({"str", "int", "float", "bool", "list", "dict", "none", "tuple", "set"})
+
+
+def explain(
+    exc: ValidationError,
+    root: type,
+    source: str,
+    data: Any = None,
+    *,
+    unknown: str = "field",
+) -> ConfigError:
+    """Every problem of a failed validation of ``root`` (a configuration class) from ``data``
+    read from ``source``, each with its dotted field, its line (when ``source`` is a YAML or
+    JSON file) and what was expected; an unknown key as an unknown ``unknown`` ("field",
+    "option") with the closest known name of its section.
+
+    Args:
+        exc: The validation's error.
+        root: The class validated.
+        source: Where the values came from (a file, or a name such as the class).
+        data: The values validated (names list items by their ``name``).
+        unknown: What an unknown key is called.
+
+    Returns:
+        The error, for the caller to raise.
+    """
+    lines = config_lines(source) if Path(source).suffix in (".yaml", ".yml", ".json") else {}
+    problems: dict[str | None, ConfigProblem] = {}
+    meant: set[str] = set()  # the fields unknown keys were probably meant to be
+    for error in exc.errors():
+        kind = error.get("type", "")
+        loc = list(error.get("loc", ()))
+        if kind not in ("extra_forbidden", "unexpected_keyword_argument"):
+            loc = [p for p in loc if not (isinstance(p, str) and (p in _BRANCHES or "[" in p))]
+        field = _dotted(loc, data) or None
+        line = _line(lines, loc)
+        if kind in ("extra_forbidden", "unexpected_keyword_argument"):
+            known = _section_names(root, loc[:-1])
+            close = difflib.get_close_matches(str(loc[-1]), known or [], n=1)
+            hint = f"did you mean '{close[0]}'?" if close else _listing(known, unknown)
+            if close:
+                meant.add(_dotted([*loc[:-1], close[0]], data))
+            problems[field] = ConfigProblem(field, f"unknown {unknown}", hint, line)
+        elif kind in ("missing", "missing_argument"):
+            expected = _description(root, loc)
+            hint = f"expected: {expected}" if expected else None
+            problems[field] = ConfigProblem(field, "the field is missing", hint, line)
+        else:
+            message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+            if "input" in error and loc and not isinstance(error["input"], Mapping | list):
+                message += f" (got {error['input']!r})"
+            earlier = problems.get(field)
+            if earlier is not None and earlier.problem != message:  # another branch of a union
+                message = f"{earlier.problem}; or {message}"
+            problems[field] = ConfigProblem(field, message, None, line)
+    # a required field is missing because its key was misspelt: the misspelling says it
+    found = [
+        p for p in problems.values() if not (p.problem.endswith("missing") and p.field in meant)
+    ]
+    found.sort(key=lambda p: (p.line is None, p.line or 0))
+    return ConfigError(source, found)
+
+
+def _listing(known: list[str] | None, what: str) -> str | None:
+    if not known:
+        return None
+    if len(known) > 12:
+        return f"known {what}s include: {', '.join(known[:12])}, ..."
+    return f"known {what}s: {', '.join(known)}"
+
+
+def _dotted(loc: Sequence[Any], data: Any) -> str:
+    """``models[gpt].timeout`` for ``("models", 1, "timeout")`` when item #1 is named."""
+    parts: list[str] = []
+    node: Any = data
+    for part in loc:
+        if isinstance(part, int) and parts:
+            item = node[part] if isinstance(node, list) and part < len(node) else None
+            name = item.get("name") if isinstance(item, Mapping) else None
+            parts[-1] += f"[{name}]" if isinstance(name, str) and name else f"[{part}]"
+            node = item
+        else:
+            parts.append(str(part))
+            node = node.get(part) if isinstance(node, Mapping) else None
+    return ".".join(parts)
+
+
+def _line(lines: Mapping[tuple[str | int, ...], int], loc: Sequence[Any]) -> int | None:
+    """The line of ``loc`` in the file, else of the closest section around it."""
+    key = tuple(p if isinstance(p, int) else str(p) for p in loc)
+    for end in range(len(key), 0, -1):
+        if key[:end] in lines:
+            return lines[key[:end]]
+    return None
+
+
+def _section(root: Any, loc: Sequence[Any]) -> Any:
+    """The class, field or type that ``loc`` points into (None: unknown)."""
+    current: Any = root
+    for part in loc:
+        if isinstance(part, int):
+            current = _item_type(current)
+        else:
+            members = _members(current)
+            if members is None or part not in members:
+                return None
+            current = members[part]
+        if current is None:
+            return None
+    return current
+
+
+def _section_names(root: Any, loc: Sequence[Any]) -> list[str] | None:
+    members = _members(_section(root, loc))
+    return None if members is None else list(members)
+
+
+def _description(root: Any, loc: Sequence[Any]) -> str | None:
+    field = _section(root, loc)
+    text = getattr(field, "description", None) if isinstance(field, FieldInfo) else None
+    if not text:
+        return None
+    first = text.split(". ")[0].rstrip(".")
+    return first[:1].lower() + first[1:]
+
+
+def _types(annotation: Any) -> Iterator[Any]:
+    """The types of an annotation, unions and ``Annotated`` opened."""
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        for arg in get_args(annotation):
+            yield from _types(arg)
+    elif hasattr(annotation, "__metadata__"):
+        yield from _types(get_args(annotation)[0])
+    else:
+        yield annotation
+
+
+def _members(node: Any) -> dict[str, Any] | None:
+    """The fields of a configuration class or of the type of a field (None: it has none)."""
+    if isinstance(node, FieldInfo):
+        for meta in node.metadata:
+            if isinstance(meta, KeywordsOf):
+                known = meta.keywords()
+                return None if known is None else dict.fromkeys(known)
+        node = node.annotation
+    for kind in _types(node):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return {field.alias or name: field for name, field in kind.model_fields.items()}
+        fields = getattr(kind, "__pydantic_fields__", None)
+        if isinstance(fields, dict):
+            return dict(fields)
+    return None
+
+
+def _item_type(node: Any) -> Any:
+    """The type of a list field's items."""
+    if isinstance(node, FieldInfo):
+        node = node.annotation
+    for kind in _types(node):
+        if get_origin(kind) in (list, tuple, Sequence) and get_args(kind):
+            return get_args(kind)[0]
+    return None
+
+
+#: How deep the configuration being validated is nested in another (only the outermost
+#: reports, so that the problems of every section come together).
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("config_depth", default=0)
+
+
 @dataclass(config=CONFIG)
 class ConfigBase:
     """Base of the configurations (``dataclasses.asdict`` and ``dataclasses.replace`` work on
@@ -60,13 +391,13 @@ class ConfigBase:
     not fit is a ``LeanloopError`` of one line naming the file (or class) and the field.
     """
 
-    @model_validator(mode="wrap")
     @classmethod
-    def _report(cls, data: Any, handler: Any, info: ValidationInfo) -> Any:
-        try:
-            return handler(data)
-        except ValidationError as exc:
-            raise _explain(cls, exc, _source(cls, info)) from None
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        # around the whole validation, the subclasses' own checks of their values included
+        def report(data: Any, validate: Any, info: ValidationInfo) -> Any:
+            return _validate(source, data, validate, info)
+
+        return core_schema.with_info_wrap_validator_function(report, handler(source))
 
     @classmethod
     def invalid(cls, info: ValidationInfo, message: str, hint: str | None = None) -> LeanloopError:
@@ -80,7 +411,7 @@ class ConfigBase:
         Returns:
             The error, for the validator to raise.
         """
-        return LeanloopError(f"{_source(cls, info)}: {message}", hint=hint)
+        return InvalidValues(_source(cls, info), message, hint)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -200,21 +531,24 @@ def field_names(config: type[ConfigBase]) -> list[str]:
     return [field.name for field in dataclasses.fields(config)]
 
 
+def _validate(cls: type, data: Any, validate: Any, info: ValidationInfo) -> Any:
+    """Validate ``data`` as a ``cls``; the outermost configuration reports every problem of
+    its sections (``explain``), a section hands its problems to it."""
+    depth = _DEPTH.get()
+    token = _DEPTH.set(depth + 1)
+    try:
+        return validate(data)
+    except ValidationError as exc:
+        if depth:  # a section of another configuration: the outermost reports
+            raise
+        raise explain(exc, cls, _source(cls, info), data) from None
+    except InvalidValues as exc:
+        if depth:  # said at the section's place among the other problems
+            raise ValueError(exc.problem + (f" ({exc.hint})" if exc.hint else "")) from None
+        raise
+    finally:
+        _DEPTH.reset(token)
+
+
 def _source(cls: type, info: ValidationInfo) -> str:
     return (info.context or {}).get("source") or cls.__name__
-
-
-def _explain(cls: type[ConfigBase], exc: ValidationError, source: str) -> LeanloopError:
-    error = exc.errors()[0]
-    field = ".".join(str(part) for part in error.get("loc", ())) or "?"
-    if error.get("type") in ("extra_forbidden", "unexpected_keyword_argument"):
-        close = difflib.get_close_matches(field, field_names(cls), n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"see {cls.__name__} for the fields"
-        return LeanloopError(f"{source}: unknown field '{field}'", hint=hint)
-    if error.get("type") in ("missing", "missing_argument"):
-        return LeanloopError(f"{source}: field '{field}' is missing")
-    message = error.get("msg", "invalid value").removeprefix("Value error, ")
-    return LeanloopError(
-        f"{source}: field '{field}': {message} (got {error.get('input')!r})",
-        hint="fix the value or leave the field out to use its default",
-    )

@@ -21,7 +21,7 @@ from pydantic.dataclasses import dataclass
 
 from leanloop.agent.base_agent import BaseAgent
 from leanloop.agent.lifelong import LifelongEvaluator, LifelongMatrix
-from leanloop.configfile import CONFIG, ConfigBase
+from leanloop.configfile import CONFIG, ConfigBase, ConfigError
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
@@ -183,28 +183,19 @@ class LeanAgentConfig(ConfigBase):
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> Self:
-        """Each section is checked by its own configuration, errors naming the section."""
+        """Every section is checked with the others, each problem naming its section's field
+        (``prover.timeout``, ``repositories[0].url``)."""
         where = source or cls.__name__
         if not isinstance(data, Mapping):
             raise LeanloopError(
                 f"{where}: expected a mapping with repositories:, training:, prover:, database:"
             )
-        data = dict(data)
-        repositories = data.get("repositories")
-        if not isinstance(repositories, list) or not repositories:
+        if data.get("repositories") == []:
             raise LeanloopError(
                 f"{where}: field 'repositories' must list at least one repository",
                 hint="e.g. repositories: [{dataset: path/to/leandojo_dataset}] or "
                 "[{url: https://github.com/..., commit: SHA}] or [{path: my-project}]",
             )
-        data["repositories"] = [
-            RepositorySpec.from_dict(item, f"{where}, repositories[{index}]")
-            for index, item in enumerate(repositories)
-        ]
-        if "training" in data:
-            data["training"] = TrainingConfig.from_dict(data["training"], f"{where}, training")
-        if "prover" in data:
-            data["prover"] = ProverConfig.from_dict(data["prover"], f"{where}, prover")
         return super().from_dict(data, source)
 
 
@@ -263,6 +254,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         run(LeanAgentConfig.from_yaml(Path(args.config).expanduser()))
+    except ConfigError as exc:  # every problem of the file, one line each
+        for line in exc.lines():
+            print(f"error: {line}", file=sys.stderr)
+        return 1
     except LeanloopError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         if exc.hint:

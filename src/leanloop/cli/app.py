@@ -87,10 +87,7 @@ EXTRAS = {
 }
 
 
-def _error(message: str, hint: str | None = None) -> None:
-    """One line on stderr: what went wrong and, where there is one, the next step."""
-    text = f"{message}; hint: {hint}" if hint else message
-    err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
+_error = common.print_error
 
 
 def _interruptible(command) -> None:
@@ -133,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         err_console.print(escape(said), highlight=False, soft_wrap=True)
         return 130
     except LeanloopError as exc:
-        _error(exc.message, exc.hint)
+        _error(exc)
         return 1
     except OSError as exc:  # a path the user gave that cannot be read or written
         where = f" ({exc.filename})" if exc.filename else ""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -32,6 +33,26 @@ Config = TypeVar("Config", bound="ConfigBase")
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
+
+
+def print_error(error: LeanloopError | str, hint: str | None = None) -> None:
+    """An error on stderr, one line each: what went wrong and, where there is one, the next
+    step; a configuration's problems (``ConfigError``) one line per problem."""
+    from leanloop.configfile import ConfigError
+    from leanloop.errors import DataFormatError
+
+    if isinstance(error, ConfigError):
+        said = [
+            (str(DataFormatError(error.source, p.problem, line=p.line, field=p.field)), p.hint)
+            for p in error.problems
+        ]
+    elif isinstance(error, LeanloopError):
+        said = [(error.message, error.hint)]
+    else:
+        said = [(error, hint)]
+    for message, next_step in said:
+        text = f"{message}; hint: {next_step}" if next_step else message
+        err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
 
 
 def new_app(**kwargs) -> typer.Typer:
@@ -187,7 +208,7 @@ def command_settings(
 
     from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-    from leanloop.configfile import read_config_file
+    from leanloop.configfile import explain, read_config_file
     from leanloop.errors import DataFormatError
 
     # an option named like a pydantic attribute ('json') is a field with that alias
@@ -213,16 +234,7 @@ def command_settings(
     try:
         return SimpleNamespace(**model.model_validate(values).model_dump(by_alias=True))
     except ValidationError as exc:
-        error = exc.errors()[0]
-        name = ".".join(str(p) for p in error["loc"]) or "?"
-        problem = (
-            "unknown option"
-            if error["type"] == "extra_forbidden"
-            else error["msg"].removeprefix("Value error, ")
-        )
-        raise DataFormatError(
-            where, problem, field=name, hint=f"options: {', '.join(fields)}"
-        ) from None
+        raise explain(exc, model, where, values, unknown="option") from None
 
 
 def user_path(value: str | Path) -> Path:

@@ -1,5 +1,5 @@
 """``leanloop db``: import datasets (LeanDojo-format, benchmarks), export training splits, reset
-splits, show statistics and sorries."""
+splits, show statistics and sorries, and check that a database is whole."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from rich.table import Table
 from leanloop.cli.common import (
     CONFIG_OPTION,
     DB_OPTION,
+    check_database_name,
     command_settings,
     console,
     err_console,
@@ -368,3 +369,89 @@ def sorries(
             f"{theorem.url}@{theorem.commit[:12]}",
         )
     console.print(table)
+
+
+@app.command("check")
+def check(
+    db: str | None = DB_OPTION,
+    quick: bool | None = typer.Option(
+        None,
+        "--quick/--full",
+        help="SQLite's quick_check (pages and records) instead of integrity_check (which also "
+        "compares every index with its table) [default: full].",
+        show_default=False,
+    ),
+    as_json: bool | None = typer.Option(
+        None, "--json/--table", help="Print JSON instead of lines.", show_default=False
+    ),
+    recover_into: str | None = typer.Option(
+        None,
+        "--recover-into",
+        metavar="FILE",
+        help="Copy what can still be read of a damaged SQLite database (whole theorems only) "
+        "into this new file, then check it.",
+        show_default=False,
+    ),
+    config: Path | None = CONFIG_OPTION,
+) -> None:
+    """Check that the database is whole, without writing to it: SQLite's own check of the
+    file, leanloop's tables and schema version, and the references between rows; say what is
+    wrong and what to do (exit status 1 when something is)."""
+    from leanloop.database import DynamicDatabase
+
+    s = command_settings(
+        config,
+        {
+            "db": (str | None, None),
+            "quick": (bool, False),
+            "json": (bool, False),
+            "recover_into": (str | None, None),
+        },
+        {"db": db, "quick": quick, "json": as_json, "recover_into": recover_into},
+    )
+    check_database_name(s.db)
+    database = DynamicDatabase(s.db)
+    if s.recover_into is not None:
+        _recover(database, user_path(s.recover_into))
+        database = DynamicDatabase(str(user_path(s.recover_into)))
+    report = database.check_integrity(quick=s.quick)
+    if s.json:
+        typer.echo(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        console.print(f"database {report.database} ({report.engine})", highlight=False)
+        for checked in report.checked:
+            console.print(f"checked: {checked}", highlight=False)
+        for finding in report.findings:
+            console.print(escape(f"problem ({finding.kind}): {finding.text}"), highlight=False)
+        for step in report.advice:
+            console.print(escape(f"to do: {step}"), highlight=False)
+        if report.ok:
+            console.print("ok: the database is whole", highlight=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _recover(database, target: Path) -> None:
+    """Copy the readable, whole part of ``database`` (a SQLite file) into ``target``."""
+    from leanloop.database.recover import recover
+    from leanloop.errors import LeanloopError
+
+    source = database.sqlite_path
+    if source is None or not source.is_file():
+        raise LeanloopError(
+            f"--recover-into copies a damaged SQLite file; {database.description} is not one"
+        )
+    result = recover(source, target)
+    copied = ", ".join(f"{plural(n, 'row')} of {name}" for name, n in result.copied.items() if n)
+    console.print(f"recovered into {target}: {copied or 'nothing'}", highlight=False)
+    if result.unreadable:
+        console.print(
+            f"tables with rows that could not be read (left out): {', '.join(result.unreadable)}",
+            highlight=False,
+        )
+    if result.incomplete_theorems:
+        console.print(
+            f"left out {plural(result.incomplete_theorems, 'theorem')} that lost some of their "
+            "tactics (import their dataset again to have them back)",
+            highlight=False,
+        )

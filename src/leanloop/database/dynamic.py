@@ -26,6 +26,7 @@ from leanloop.database.assign import assign_splits, forget_split_settings
 from leanloop.database.bulk import without_cycle_collection
 from leanloop.database.export import ExportReport, export_merged
 from leanloop.database.ingest import IngestCounts
+from leanloop.database.integrity import IntegrityReport, check_integrity
 from leanloop.database.leandojo_v2 import (
     LEANDOJO_V2_DATABASE,
     dataset_format,
@@ -137,6 +138,18 @@ class DynamicDatabase:
         whose result it is to hold; creates nothing."""
         with self._access.read():
             pass
+
+    def check_integrity(self, *, quick: bool = False) -> IntegrityReport:
+        """Check that the database is whole, without writing to it: SQLite's own check of the
+        file, leanloop's tables and schema version, and the references between rows.
+
+        Args:
+            quick: SQLite's ``quick_check`` instead of ``integrity_check``.
+
+        Returns:
+            What is wrong (nothing when it is whole) and what to do about it.
+        """
+        return check_integrity(self._access.url, quick=quick)
 
     def transaction(self):
         """One write transaction: committed when the block ends, rolled back if it raises.

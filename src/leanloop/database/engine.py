@@ -249,6 +249,16 @@ def _reason(exc: sa.exc.DBAPIError) -> str:
 _READ_ONLY = ("readonly database", "read-only transaction", "read only")
 
 
+def damaged(url: URL, reason: str) -> DatabaseError:
+    """The error for a SQLite file whose pages are damaged: what SQLite said, and the command
+    that says what is wrong and how to recover."""
+    target = url.database if is_sqlite(url) and url.database else describe(url)
+    return DatabaseError(
+        f"database {describe(url)} is damaged (SQLite: {reason})",
+        hint=f"'leanloop db check --db {target}' says what is wrong and how to recover",
+    )
+
+
 @contextlib.contextmanager
 def translate_errors(url: URL) -> Iterator[None]:
     """Re-raise driver-level failures as ``DatabaseError`` with one line of explanation."""
@@ -262,11 +272,15 @@ def translate_errors(url: URL) -> Iterator[None]:
                 hint="this command writes to the database (an export stores each theorem's "
                 "split there, so that it never changes); use a copy you can write to",
             ) from None
+        if is_sqlite(url) and "malformed" in reason.lower():
+            raise damaged(url, reason) from None
         if isinstance(exc, sa.exc.OperationalError):
             raise DatabaseError(f"database {describe(url)} is not usable: {reason}") from None
         raise DatabaseError(f"database {describe(url)}: {reason}") from None
     except sqlite3.DatabaseError as exc:  # raised where leanloop talks to SQLite itself
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "malformed" in reason.lower():
+            raise damaged(url, reason) from None
         raise DatabaseError(
             f"database {describe(url)} is not usable: {reason}",
             hint="give a leanloop database, or a path where a new one is to be made",

@@ -255,13 +255,16 @@ class TacticGenerator:
         return [[(text, score) for text, score, _ in per_prompt] for per_prompt in replies]
 
     def generate_counted(
-        self, prompts: Sequence[str], k: int = 8, **overrides: Any
+        self, prompts: Sequence[str], k: int = 8, *, streamer: Any = None, **overrides: Any
     ) -> list[list[tuple[str, float, int]]]:
         """``generate_replies`` with the number of tokens each reply generated.
 
         Args:
             prompts: The prompts, rendered.
             k: Replies per prompt (at least).
+            streamer: A ``transformers`` streamer that receives the tokens as they are
+                generated (each batch's prompts, then one token per reply and step; not with
+                beam search).
             **overrides: Fields of ``DecodingOptions`` for this call.
 
         Returns:
@@ -277,7 +280,7 @@ class TacticGenerator:
         results: list[list[tuple[str, float, int]]] = []
         for start in range(0, len(prompts), options.batch_size):
             chunk = list(prompts[start : start + options.batch_size])
-            results.extend(self._generate_chunk(chunk, k, options))
+            results.extend(self._generate_chunk(chunk, k, options, streamer))
         return results
 
     def _encode(self, prompts: list[str], options: DecodingOptions):
@@ -329,7 +332,7 @@ class TacticGenerator:
         return GenerationConfig(do_sample=False, num_beams=1, output_logits=True, **common)
 
     def _generate_chunk(
-        self, prompts: list[str], k: int, options: DecodingOptions
+        self, prompts: list[str], k: int, options: DecodingOptions, streamer: Any = None
     ) -> list[list[tuple[str, float, int]]]:
         import torch
 
@@ -347,6 +350,7 @@ class TacticGenerator:
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 generation_config=config,
+                streamer=streamer,
                 **extra,
             )
         generated = out.sequences[:, input_ids.shape[1] :]

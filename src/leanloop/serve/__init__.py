@@ -1,6 +1,7 @@
 """The model server: Lean Copilot's ``/generate`` and ``/encode``, LeanProgress rewards, Lean
-verification in Kimina's shape, the OpenAI chat API for local models, and a playground page, over
-local models and the official clients of OpenAI-compatible endpoints, Anthropic and Gemini.
+verification in Kimina's shape, the OpenAI API (chat and text completions, streamed token by
+token), and a playground page, over local models and the official clients of OpenAI-compatible
+endpoints, Anthropic and Gemini.
 
 ``uvicorn leanloop.serve:app`` serves the configuration named by ``$LEANLOOP_SERVE_CONFIG``
 (read when the server starts); ``leanloop serve --config FILE`` does the same from the command

@@ -56,7 +56,8 @@ def build_api(lifespan: Any = None) -> FastAPI:
         title="leanloop model server",
         version=__version__,
         description="Tactic generation (Lean Copilot's API), embeddings, LeanProgress rewards, "
-        "Lean verification (Kimina's API) and the OpenAI chat API for local models.",
+        "Lean verification (Kimina's API) and the OpenAI API (chat and text completions, streamed "
+        "token by token).",
         redoc_url=None,
         # FastAPI's OpenTelemetry spans and metrics (on whenever opentelemetry is installed)
         # cost every request more than the routes themselves; nothing here reads them

@@ -1,29 +1,31 @@
-"""The OpenAI wire format for the local models, so that the official ``openai`` client (and
-anything built on it) works unchanged: ``GET /v1/models`` and ``POST /v1/chat/completions`` with
-``n``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``, ``seed``, ``logprobs`` and
-streaming (the replies are generated first, then streamed as chunks)."""
+"""OpenAI's wire format for the generators, so that the official ``openai`` client (and anything
+built on it) works unchanged: ``GET /v1/models``, ``POST /v1/chat/completions`` and
+``POST /v1/completions`` with ``n``, ``temperature``, ``top_p``, ``max_tokens``, ``stop``,
+``seed``, ``logprobs``, ``usage``, and streaming (server-sent events, each reply's tokens sent
+as they are generated). Local models answer themselves; remote ones pass the request on to their
+provider (text completions: OpenAI-compatible endpoints only)."""
 
 from __future__ import annotations
 
-import time
-import uuid
-from collections.abc import AsyncIterator
+import asyncio
 from typing import Any, Literal
 
-import orjson
 from fastapi import APIRouter, Depends
-from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from leanloop.serve.errors import BadRequest
-from leanloop.serve.providers.local import ChatReply, LocalGenerator
+from leanloop.serve.openai_answers import Shape, answer_body, streamed
+from leanloop.serve.providers import GeneratorBackend
+from leanloop.serve.providers.base import TextCall
 from leanloop.serve.state import ServerState, server_state
 from leanloop.serve.wire import Text
 
 #: Replies per request at most.
 MAX_CHOICES = 64
-#: Temperatures below this decode as 0 (dividing the logits by less overflows them).
-MIN_TEMPERATURE = 1e-4
+#: Tokens a request may ask for at most (the model's ``max_tokens`` caps it further).
+MAX_TOKENS = 8192
+#: Tokens a text completion gets when the request says none (OpenAI's default).
+COMPLETION_DEFAULT_TOKENS = 16
 
 
 class ContentPart(BaseModel):
@@ -56,33 +58,62 @@ class ChatMessage(BaseModel):
 class StreamOptions(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    include_usage: bool = False
+    include_usage: bool = Field(
+        default=False, description="End the stream with a chunk holding the usage figures."
+    )
 
 
-class ChatRequest(BaseModel):
-    """OpenAI's chat completion request; fields not listed here are accepted and ignored."""
+class Sampling(BaseModel):
+    """What chat and text completions share; fields not listed here are accepted and
+    ignored."""
 
     model_config = ConfigDict(extra="allow")
 
     model: Text
-    messages: list[ChatMessage] = Field(min_length=1)
     n: int = Field(default=1, ge=1, le=MAX_CHOICES)
     temperature: float | None = Field(
         default=None,
         ge=0,
         le=2,
         description="0 (or below 1e-4): the most likely replies (greedy, or beam search for "
-        "n > 1); default 1.",
+        "n > 1) on local models; default 1.",
     )
     top_p: float | None = Field(default=None, gt=0, le=1)
-    max_tokens: int | None = Field(default=None, ge=1, le=8192)
-    max_completion_tokens: int | None = Field(default=None, ge=1, le=8192)
     stop: Text | list[Text] | None = None
     seed: int | None = None
+    stream: bool | None = Field(
+        default=False, description="Send the replies as server-sent events while generated."
+    )
+    stream_options: StreamOptions | None = None
+
+    def stops(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+    def usage_streamed(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class ChatRequest(Sampling):
+    """OpenAI's chat completion request."""
+
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
+    max_completion_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     logprobs: bool | None = False
     top_logprobs: int | None = Field(default=None, ge=0, le=20)
-    stream: bool | None = False
-    stream_options: StreamOptions | None = None
+
+
+class CompletionRequest(Sampling):
+    """OpenAI's (legacy) text completion request: the model continues ``prompt``."""
+
+    prompt: Text | list[Text] = Field(description="The text to continue, or several texts.")
+    max_tokens: int | None = Field(default=COMPLETION_DEFAULT_TOKENS, ge=1, le=MAX_TOKENS)
+    logprobs: int | None = Field(
+        default=None, ge=0, le=20, description="Also give the this many most likely tokens."
+    )
+    echo: bool | None = False
+    suffix: Text | None = None
+    best_of: int | None = Field(default=None, ge=1, le=MAX_CHOICES)
 
 
 class ModelCard(BaseModel):
@@ -102,117 +133,86 @@ router = APIRouter(prefix="/v1", tags=["OpenAI"])
 
 @router.get("/models", response_model=ModelList)
 async def list_models(state: ServerState = Depends(server_state)) -> ModelList:
-    """The local generators, which /v1/chat/completions serves."""
+    """The generators, which /v1/chat/completions and /v1/completions serve."""
     return ModelList(
         data=[
             ModelCard(id=m.name, created=state.started)
             for m in state.config.models
-            if m.provider == "hf"
+            if m.kind == "generator"
         ]
     )
 
 
+async def _generator(state: ServerState, name: str) -> GeneratorBackend:
+    backend = state.models.backend(name)
+    if not isinstance(backend, GeneratorBackend):
+        raise BadRequest(
+            f"model '{name}' is an encoder",
+            hint="/v1/chat/completions and /v1/completions serve the generators",
+        )
+    await state.models.ready(name)
+    return backend
+
+
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(request: ChatRequest, state: ServerState = Depends(server_state)) -> Any:
-    """Replies of a local model to a chat (OpenAI's chat completions)."""
-    backend = state.models.backend(request.model)
-    if not isinstance(backend, LocalGenerator):
-        raise BadRequest(
-            f"model '{request.model}' runs at provider '{backend.config.provider}'",
-            hint="/v1/chat/completions serves the local models (provider hf)",
-        )
-    await state.models.ready(request.model)
-    messages = [{"role": m.role, "content": m.text()} for m in request.messages]
-    options = _decoding(request, backend)
-    replies = await backend.chat(messages, request.n, options, logprobs=bool(request.logprobs))
-    stops = [request.stop] if isinstance(request.stop, str) else list(request.stop or [])
-    limit = options["max_new_tokens"]
-    choices = [_choice(i, reply, stops, limit) for i, reply in enumerate(replies)]
-    ident = f"chatcmpl-{uuid.uuid4().hex}"
-    created = int(time.time())
+    """Replies of a model to a chat (OpenAI's chat completions)."""
+    backend = await _generator(state, request.model)
+    top = request.top_logprobs or 0
+    call = TextCall(
+        messages=[{"role": m.role, "content": m.text()} for m in request.messages],
+        n=request.n,
+        temperature=request.temperature,
+        top_p=request.top_p,
+        max_tokens=request.max_completion_tokens or request.max_tokens,
+        stop=request.stops(),
+        seed=request.seed,
+        logprobs=top if request.logprobs else None,
+    )
+    shape = Shape("chat", request.model, request.stops(), backend_limit(backend, call))
     if request.stream:
-        return StreamingResponse(
-            _chunks(ident, created, request.model, choices), media_type="text/event-stream"
+        return await streamed(backend, [call], shape, usage=request.usage_streamed())
+    return answer_body(shape, [await backend.complete(call)])
+
+
+@router.post("/completions", response_model=None)
+async def completions(
+    request: CompletionRequest, state: ServerState = Depends(server_state)
+) -> Any:
+    """Continuations of texts (OpenAI's text completions): ``n`` per prompt, in the order of
+    the prompts."""
+    if request.echo:
+        raise BadRequest("echo is not supported", hint="the prompt is the text you sent")
+    if request.suffix:
+        raise BadRequest("suffix is not supported (no fill-in-the-middle)")
+    if request.best_of not in (None, request.n):
+        raise BadRequest("best_of other than n is not supported", hint="ask for n replies")
+    backend = await _generator(state, request.model)
+    prompts = [request.prompt] if isinstance(request.prompt, str) else request.prompt
+    if not prompts:
+        raise BadRequest("prompt is empty", hint="give a text or a list of texts")
+    calls = [
+        TextCall(
+            prompt=prompt,
+            n=request.n,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            max_tokens=request.max_tokens,
+            stop=request.stops(),
+            seed=request.seed,
+            logprobs=request.logprobs,
         )
-    return {
-        "id": ident,
-        "object": "chat.completion",
-        "created": created,
-        "model": request.model,
-        "choices": choices,
-    }
+        for prompt in prompts
+    ]
+    shape = Shape("text", request.model, request.stops(), backend_limit(backend, calls[0]))
+    if request.stream:
+        return await streamed(backend, calls, shape, usage=request.usage_streamed())
+    answers = await asyncio.gather(*(backend.complete(call) for call in calls))
+    return answer_body(shape, list(answers))
 
 
-def _decoding(request: ChatRequest, backend: LocalGenerator) -> dict[str, Any]:
-    """The request as the local model's decoding options."""
-    temperature = 1.0 if request.temperature is None else request.temperature
+def backend_limit(backend: GeneratorBackend, call: TextCall) -> int:
+    """The tokens a reply of ``backend`` may have for ``call`` (a reply that long without an
+    end was cut: its finish reason is ``length``)."""
     limit = backend.config.max_tokens
-    asked = request.max_completion_tokens or request.max_tokens or limit
-    options: dict[str, Any] = {
-        "max_new_tokens": min(asked, limit),
-        "seed": request.seed,
-    }
-    if temperature < MIN_TEMPERATURE:
-        if request.n == 1:
-            options["method"] = "greedy"
-        else:
-            options.update(method="beam", num_beams=request.n)
-    else:
-        options.update(
-            method="sample",
-            num_samples=request.n,
-            temperature=temperature,
-            top_p=request.top_p or 1.0,
-        )
-    return options
-
-
-def _choice(index: int, reply: ChatReply, stops: list[str], max_new: int) -> dict[str, Any]:
-    text, finish = reply.text, "stop"
-    cut = [text.index(s) for s in stops if s and s in text]
-    if cut:
-        text = text[: min(cut)]
-    elif reply.length >= max_new:
-        finish = "length"
-    choice: dict[str, Any] = {
-        "index": index,
-        "message": {"role": "assistant", "content": text},
-        "finish_reason": finish,
-        "logprobs": None,
-    }
-    if reply.tokens is not None:
-        choice["logprobs"] = {
-            "content": [
-                {
-                    "token": token,
-                    "logprob": logprob,
-                    "bytes": list(token.encode()),
-                    "top_logprobs": [],
-                }
-                for token, logprob in reply.tokens
-            ]
-        }
-    return choice
-
-
-async def _chunks(
-    ident: str, created: int, model: str, choices: list[dict[str, Any]]
-) -> AsyncIterator[bytes]:
-    def event(delta: dict[str, Any], index: int, finish: str | None, logprobs: Any = None):
-        chunk = {
-            "id": ident,
-            "object": "chat.completion.chunk",
-            "created": created,
-            "model": model,
-            "choices": [
-                {"index": index, "delta": delta, "finish_reason": finish, "logprobs": logprobs}
-            ],
-        }
-        return b"data: " + orjson.dumps(chunk) + b"\n\n"
-
-    for choice in choices:
-        index = choice["index"]
-        yield event({"role": "assistant", "content": ""}, index, None)
-        yield event({"content": choice["message"]["content"]}, index, None, choice["logprobs"])
-        yield event({}, index, choice["finish_reason"])
-    yield b"data: [DONE]\n\n"
+    return min(call.max_tokens or limit, limit)

@@ -4,15 +4,14 @@ name the file and the field."""
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from leanloop.configfile import read_config_file
+from leanloop.configfile import explain, read_config_file
 from leanloop.data.prompt import PromptFormat
-from leanloop.errors import DataFormatError, LeanloopError
+from leanloop.errors import DataFormatError
 from leanloop.lean.backends import lean_backend
 from leanloop.lean.sandbox import SandboxConfig
 from leanloop.ml.generation import DecodingOptions
@@ -251,8 +250,8 @@ class ServeConfig(BaseModel):
             The configuration.
 
         Raises:
-            LeanloopError: A field is unknown or has a value it cannot take (one line naming
-                ``source`` and the field).
+            ConfigError: Fields are unknown or have values they cannot take (each problem in
+                one line naming ``source``, the line and the field).
         """
         if data is None:
             data = {}
@@ -261,7 +260,7 @@ class ServeConfig(BaseModel):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise _explain(exc, data, source) from None
+            raise explain(exc, cls, source, data) from None
 
     @classmethod
     def load(cls, path: str | Path) -> ServeConfig:
@@ -278,51 +277,3 @@ class ServeConfig(BaseModel):
             LeanloopError: A field is wrong (naming the file and the field).
         """
         return cls.from_dict(read_config_file(path), str(path))
-
-
-def _explain(exc: ValidationError, data: dict[str, Any], source: str) -> LeanloopError:
-    error = exc.errors()[0]
-    loc = [str(part) for part in error.get("loc", ())]
-    field = _field_name(loc, data) or None
-    kind = error.get("type", "")
-    if kind == "extra_forbidden":
-        known = _known_fields(loc[:-1])
-        close = difflib.get_close_matches(loc[-1], known, n=1)
-        hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(known)}"
-        return DataFormatError(source, "unknown field", field=field, hint=hint)
-    if kind == "missing":
-        return DataFormatError(source, "the field is missing", field=field)
-    message = error.get("msg", "invalid value").removeprefix("Value error, ")
-    if "input" in error and loc:
-        message += f" (got {error['input']!r})"
-    return DataFormatError(source, message, field=field)
-
-
-def _field_name(loc: list[str], data: dict[str, Any]) -> str:
-    """``models[gpt].timeout`` for ``("models", "1", "timeout")`` when model #1 is named."""
-    parts: list[str] = []
-    node: Any = data
-    for part in loc:
-        if isinstance(node, list) and part.isdigit():
-            index = int(part)
-            item = node[index] if index < len(node) else None
-            name = item.get("name") if isinstance(item, dict) else None
-            parts[-1] += f"[{name}]" if isinstance(name, str) and name else f"[{index}]"
-            node = item
-        else:
-            parts.append(part)
-            node = node.get(part) if isinstance(node, dict) else None
-    return ".".join(parts)
-
-
-def _known_fields(loc: list[str]) -> list[str]:
-    """The field names of the section ``loc`` points into."""
-    nested: dict[str, type[BaseModel]] = {
-        "models": ModelConfig,
-        "lean": LeanConfig,
-        "decoding": DecodingOptions,
-    }
-    section: type[BaseModel] = ServeConfig
-    for part in loc:
-        section = nested.get(part, section)
-    return list(section.model_fields)

@@ -35,6 +35,19 @@ def request_id(scope: Any) -> str:
     return (scope.get("state") or {}).get("request_id", "-")
 
 
+def openai_error(status: int, message: str) -> dict[str, Any]:
+    """OpenAI's error object, which its client reads (also as an event of a stream that fails
+    after it started)."""
+    return {
+        "error": {
+            "message": message,
+            "type": _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "error"),
+            "param": None,
+            "code": status,
+        }
+    }
+
+
 def error_response(
     path: str,
     status: int,
@@ -46,14 +59,7 @@ def error_response(
     """The answer to a failed request: ``{"detail": message}``, or under ``/v1`` OpenAI's
     ``{"error": {"message", "type", "param", "code"}}`` (which its client reads)."""
     if path.startswith("/v1/"):
-        body: dict[str, Any] = {
-            "error": {
-                "message": message,
-                "type": _OPENAI_TYPES.get(status, "server_error" if status >= 500 else "error"),
-                "param": None,
-                "code": status,
-            }
-        }
+        body = openai_error(status, message)
     else:
         body = {"detail": message, **(extra or {})}
     return JSONResponse(body, status_code=status, headers=headers)

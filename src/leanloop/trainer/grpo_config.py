@@ -4,13 +4,14 @@ scored), and the rule that fits generation batches to whole groups of completion
 from __future__ import annotations
 
 import math
-from typing import Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
 
+from leanloop.configfile import KeywordsOf
 from leanloop.errors import LeanloopError
-from leanloop.trainer.hf_config import HFTrainerConfig
+from leanloop.trainer.hf_config import HFTrainerConfig, trl_args_field
 
 #: Completions sampled per prompt when ``num_generations`` is not given.
 DEFAULT_NUM_GENERATIONS = 4
@@ -21,6 +22,8 @@ class GRPOTrainerConfig(HFTrainerConfig):
     """The shared tactic-trainer fields, and GRPO's. ``batch_size`` counts completions, as in
     TRL; a generation batch holds whole groups of ``num_generations`` completions of one prompt
     (see :func:`generation_plan`)."""
+
+    trl_args: Annotated[dict[str, Any], KeywordsOf("trl", "GRPOConfig")] = trl_args_field()
 
     num_generations: int | None = Field(
         default=None,

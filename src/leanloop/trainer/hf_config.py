@@ -5,14 +5,24 @@ retrieved premises in the prompts, and checkpoints."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
+from leanloop.configfile import KeywordsOf
 from leanloop.data.prompt import PromptFormat
 from leanloop.ml.loading import DtypeName, Quantization
 from leanloop.trainer.config import TrainerConfig
+
+
+def trl_args_field() -> Any:
+    """The ``trl_args`` field; each trainer's configuration declares it again, annotated with
+    ``KeywordsOf`` its TRL configuration class, whose parameters the keys are checked
+    against when the configuration is loaded."""
+    return Field(
+        default_factory=dict, description="Passed to TRL's config unchanged, over the rest."
+    )
 
 
 @dataclass
@@ -36,7 +46,10 @@ class HFTrainerConfig(TrainerConfig):
         default=1, ge=1, description="Examples per device and step (for GRPO: completions)."
     )
     lr: float = Field(default=2e-5, gt=0, description="Peak learning rate.")
-    lora: dict[str, Any] | None = Field(
+    lora: Annotated[
+        dict[str, Any] | None,
+        KeywordsOf("peft", "LoraConfig", build=True, defaults=(("task_type", "CAUSAL_LM"),)),
+    ] = Field(
         default=None,
         description="peft.LoraConfig keyword arguments: train a LoRA adapter instead of the "
         "whole model (None: the whole model).",
@@ -139,6 +152,6 @@ class HFTrainerConfig(TrainerConfig):
         description="Show progress bars while training (False: train quietly; the metrics go "
         "to the checkpoint's log history and curves).",
     )
-    trl_args: dict[str, Any] = Field(
-        default_factory=dict, description="Passed to TRL's config unchanged, over the rest."
+    trl_args: Annotated[dict[str, Any], KeywordsOf("transformers", "TrainingArguments")] = (
+        trl_args_field()
     )

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
-from leanloop.trainer.hf_config import HFTrainerConfig
+from leanloop.configfile import KeywordsOf
+from leanloop.trainer.hf_config import HFTrainerConfig, trl_args_field
 
 
 @dataclass
 class SFTTrainerConfig(HFTrainerConfig):
     """The shared tactic-trainer fields, how long an example may be and how batches are made."""
+
+    trl_args: Annotated[dict[str, Any], KeywordsOf("trl", "SFTConfig")] = trl_args_field()
 
     max_length: int | None = Field(
         default=1024,
