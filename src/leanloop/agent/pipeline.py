@@ -1,21 +1,24 @@
 """The main job: the whole loop on one dataset — data, database, curriculum and export; a premise
-retriever and a tactic generator trained within a stated time budget (one on each core);
-each evaluated against its baseline; proof search on the test theorems (replayed without Lean,
-proved where Lean is installed); and a report."""
+retriever and a tactic generator trained within a stated time budget (one on each core); each
+measured against its baseline on the same test items (the generator's held-out loss and
+accuracy before and after training, the retriever against BM25 and its untrained encoder);
+proof search on the test theorems (replayed without Lean, proved where Lean is installed); and a
+report. Each finished step is recorded (``run_steps``), so that a run started again reuses it
+when its settings and inputs are the same; a step stopped half-way leaves nothing behind."""
 
 from __future__ import annotations
 
 import functools
 import logging
-import multiprocessing
+import os
 import shutil
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from leanloop.agent.pipeline_config import RunConfig
+from leanloop.agent.run_output import LOG_FILE, library_output, one_interrupt
 from leanloop.agent.run_report import (
     DataSummary,
     GeneratorResults,
@@ -23,34 +26,42 @@ from leanloop.agent.run_report import (
     RetrieverResults,
     RunReport,
     SearchSummary,
+    TrainingCurve,
     found_proofs,
 )
+from leanloop.agent.run_results import describe_model
+from leanloop.agent.run_steps import (
+    STEP_WORDS,
+    Decision,
+    RunSteps,
+    files_signature,
+    fingerprint,
+    keep_earlier_report,
+    settings_differ,
+)
+from leanloop.agent.run_tracks import (
+    SIDE_STEPS,
+    SideProcess,
+    StepSpec,
+    best_possible_recall,
+    generator_after,
+    run_side_steps,
+    train_generator,
+)
+from leanloop.atomic import remove_stale_staging, replace_directory
 from leanloop.database import DynamicDatabase, SplitConfig
 from leanloop.errors import LeanloopError
-from leanloop.words import count_of, percent, plural
+from leanloop.trainer.evaluation import CompletionLoss, TacticAccuracy
+from leanloop.words import count_of, plural
+
+__all__ = ["best_possible_recall", "describe_model", "effective_config", "plan", "run"]
 
 log = logging.getLogger(__name__)
 
 Say = Callable[[str], None]
 
-
-def quiet_libraries() -> None:
-    """Keep the libraries' own progress bars and notices off the job's output (its steps say
-    what happens; errors still show)."""
-    import warnings
-
-    import datasets
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
-    datasets.disable_progress_bars()
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    import lightning.pytorch  # noqa: F401 - it sets its loggers' levels when imported
-
-    for name in ("lightning.pytorch", "lightning.fabric", "lightning"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+#: The job's directories that are written aside and renamed into place.
+STAGED = ("export", "retriever", "generator")
 
 
 def resolve_data(config: RunConfig, say: Say) -> Path:
@@ -82,36 +93,185 @@ def resolve_data(config: RunConfig, say: Say) -> Path:
         ) from None
 
 
-def plan(config: RunConfig) -> list[tuple[str, float]]:
-    """The steps and how long each should take (seconds), for the user to read up front."""
-    # measured on a 2-core CPU: loading and converting SmolLM2 ~40 s the first time, ~2 s per
-    # state for a few beams
-    generator_load = 5 if config.quick else 40
-    per_generation = 0.3 if config.quick else 2.0
-    retriever = config.retriever_seconds + 15
-    generator = (
-        generator_load
-        + 2 * config.eval_steps * per_generation
-        + config.generator_seconds
-        # a theorem whose first tactics all fail ends after one expansion; found ones take more
-        + config.search_theorems * min(config.search_seconds, 2.5 * per_generation)
-    )
+def effective_config(config: RunConfig) -> RunConfig:
+    """The settings the job runs with: ``quick`` turns a full-size configuration into
+    ``quick_run()``'s."""
+    if config.quick and config.generator_model != "tinycoder":
+        return config.quick_run()
+    return config
+
+
+def machine_load() -> tuple[float, int, float]:
+    """The machine's load (the last minute's average of running processes), its CPUs, and how
+    many times slower than on idle cores the job's own work should run beside that load (its
+    two processes sharing the CPUs with the others; at least 1)."""
+    cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on this system
+        load = 0.0
+    return load, cores, max(1.0, (load + 2) / cores)
+
+
+def plan(
+    config: RunConfig, reused: frozenset[str] = frozenset(), slowdown: float = 1.0
+) -> list[tuple[str, float]]:
+    """The job's parts and how long each should take (seconds), for the user to read up front.
+
+    The budgets (training times, the untrained generator's evaluation times) are what they
+    say, whatever the load; the rest — starting processes, loading libraries and models,
+    preparing data, saving, searching — is what it took on an idle 2-core CPU, times
+    ``slowdown`` (see ``machine_load``). Steps in ``reused`` take seconds."""
+    quick, f = config.quick, slowdown
+    load = 2 if quick else 8  # a generator's weights
+    item = 0.5 if quick else 5  # the evaluation step under way when its time is up
+    step = 1 if quick else 10  # training stops after the optimizer step that ends past its time
+    evaluation = config.loss_seconds + config.eval_seconds
+    side = 30 * f  # the other process: starting, loading its libraries
+    if "generator-before" not in reused:
+        side += (load + 2 * item) * f + evaluation
+    if "retriever" not in reused:
+        side += 30 * f + config.retriever_seconds
+    here = 0.0
+    if "generator" not in reused:
+        here += (40 + step) * f + config.generator_seconds
+    if "generator-after" not in reused:
+        here += load * f + evaluation
+    here += (5 + min(config.search_theorems, 10) * (1 if quick else 6)) * f
     return [
-        ("import the data, split, export", 10),
-        ("retriever: BM25, untrained and trained R@k (one core)", retriever),
+        ("import the data, split, export", (2 if "data" in reused else 8) * f),
         (
-            "tactic generator: accuracy before, LoRA training, accuracy after, search (other core)",
-            generator,
+            "other core: the untrained generator's held-out loss and top-k accuracy, then the "
+            "retriever (BM25, untrained, training, trained)",
+            side,
         ),
-        ("replayed search with the recorded tactics (diagnostic)", 10),
-        ("report", 5),
+        (
+            "this core: the generator's LoRA training, its held-out loss and top-k accuracy on "
+            "the same test steps, replayed search",
+            here,
+        ),
+        ("report", 5 * f),
     ]
 
 
-def run(config: RunConfig, *, say: Say = print) -> RunReport:
-    """Run the main job and write its report (report.json, report.md, report.png)."""
-    if config.quick and not _is_quick_sized(config):
-        config = config.quick_run()
+def expected_seconds(config: RunConfig, steps: list[tuple[str, float]]) -> float:
+    """The job's expected time: its two cores side by side (one after the other when
+    ``parallel`` is off)."""
+    data, side, here, report = (seconds for _, seconds in steps)
+    return data + (max(side, here) if config.parallel else side + here) + report
+
+
+def step_specs(
+    config: RunConfig, dataset: Path, database: DynamicDatabase, out: Path
+) -> dict[str, StepSpec]:
+    """Each step's settings, inputs and outputs, and whether an earlier run's record of it is
+    reused (the same settings and inputs, its outputs still there)."""
+    steps = RunSteps(out)
+    specs: dict[str, StepSpec] = {}
+
+    def add(name: str, settings: dict[str, Any], inputs: dict[str, str], outputs: list[str]) -> str:
+        decision = steps.decide(name, settings, inputs, outputs)
+        if name == "data" and decision.record is not None:
+            decision = _data_still_there(decision, database, out)
+        specs[name] = StepSpec(settings, inputs, outputs, decision)
+        return decision.fingerprint
+
+    data = add(
+        "data",
+        {
+            "dataset": str(dataset.resolve()),
+            "dataset_files": fingerprint({"files": files_signature(dataset)}, {}),
+            "database": database.url.render_as_string(hide_password=True),
+            "val": config.val,
+            "test": config.test,
+            "seed": config.seed,
+        },
+        {},
+        ["export"],
+    )
+    evaluation = {
+        "generator_model": config.generator_model,
+        "eval_k": config.eval_k,
+        "eval_max_new_tokens": config.eval_max_new_tokens,
+    }
+    before = add(
+        "generator-before",
+        {
+            **evaluation,
+            "loss_steps": config.loss_steps,
+            "loss_seconds": config.loss_seconds,
+            "eval_steps": config.eval_steps,
+            "eval_seconds": config.eval_seconds,
+        },
+        {"data": data},
+        [],
+    )
+    add(
+        "retriever",
+        {
+            "retriever_model": config.retriever_model,
+            "retriever_seconds": config.retriever_seconds,
+            "retriever_batch_size": config.retriever_batch_size,
+            "retriever_max_seq_len": config.retriever_max_seq_len,
+            "seed": config.seed,
+        },
+        {"data": data},
+        ["retriever"],
+    )
+    trained = add(
+        "generator",
+        {
+            "generator_model": config.generator_model,
+            "generator_seconds": config.generator_seconds,
+            "generator_batch_size": config.generator_batch_size,
+            "generator_lr": config.generator_lr,
+            "lora_r": config.lora_r,
+            "seed": config.seed,
+        },
+        {"data": data},
+        ["generator"],
+    )
+    add("generator-after", evaluation, {"generator": trained, "generator-before": before}, [])
+    return specs
+
+
+def _data_still_there(decision: Decision, database: DynamicDatabase, out: Path) -> Decision:
+    """The data step's record is reused only while its export is as it left it and the
+    database still holds its theorems."""
+    record = decision.record
+    assert record is not None
+    summary = DataSummary.model_validate(record.result["summary"])
+    if files_signature(out / "export") != record.result.get("export_files"):
+        return Decision(decision.step, None, "redone: export/ changed", decision.fingerprint)
+    if database.stats().theorems < summary.theorems:
+        why = "redone: the database no longer holds its theorems"
+        return Decision(decision.step, None, why, decision.fingerprint)
+    return decision
+
+
+def run(config: RunConfig, *, say: Say = print, verbose: bool = True) -> RunReport:
+    """Run the main job and write its report (report.json, report.md, report.png).
+
+    The job first says what it will do, how long that should take, and which steps an earlier
+    run in the same output directory finished with the same settings and inputs (those are
+    reused; the others are done again). A step stopped half-way (Ctrl-C, an error) leaves
+    nothing behind, and ``RunSteps(output).kept_note()`` says what was kept. An earlier report of
+    a run with other settings is kept under a new name.
+
+    Args:
+        config: The job's settings.
+        say: Where the job's own lines go.
+        verbose: Show the libraries' warnings and notices (False: they go to run.log in the
+            output directory).
+
+    Returns:
+        The report.
+
+    Raises:
+        LeanloopError: The output is not a directory, the data cannot be found, or a step
+            failed (the message says which and why).
+    """
+    config = effective_config(config)
     started = time.perf_counter()
     out = Path(config.output).expanduser()
     if out.exists() and not out.is_dir():
@@ -121,60 +281,108 @@ def run(config: RunConfig, *, say: Say = print) -> RunReport:
         )
     dataset = resolve_data(config, say)
     out.mkdir(parents=True, exist_ok=True)
-    steps = plan(config)
-    expected = steps[0][1] + max(steps[1][1], steps[2][1]) + steps[3][1] + steps[4][1]
-    say(f"leanloop run{' --quick' if config.quick else ''}: about {expected / 60:.0f} min")
-    for name, seconds in steps:
-        say(f"  - {name}: ~{seconds:.0f} s")
-    report = RunReport(config=config.to_dict(), expected_seconds=expected)
-
+    for name in STAGED:
+        remove_stale_staging(out, name)  # what a killed run left
     database = DynamicDatabase(config.database or out / "leanloop.db")
-    report.data = _prepare(database, dataset, out / "export", config, say)
-    _timed(report, "data", started)
-
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        url = database.url.render_as_string(hide_password=False)
-        retriever = pool.submit(retriever_track, config.to_dict(), url, str(out))
-        report.generator = generator_track(config, database, out, say)
-        report.search = _search(config, database, out, say)
-        say("waiting for the retriever (training on the other core) ...")
-        report.retriever = RetrieverResults.model_validate(retriever.result())
-    _timed(report, "models and search", started)
-
-    report.lean = _lean_part(config, database, out, say)
-    report.seconds = time.perf_counter() - started
-    report.write(out)
-    findings = report.findings()
-    if findings:
-        say("trained models against their baselines:")
-        for finding in findings:
-            say(f"  - {finding}")
+    specs = step_specs(config, dataset, database, out)
+    reused = frozenset(name for name, spec in specs.items() if spec.decision.reused)
+    load, cores, slowdown = machine_load()
+    steps = plan(config, reused, slowdown)
+    expected = expected_seconds(config, steps)
+    _announce(config, out, specs, steps, expected, say, verbose)
+    if slowdown > 1.2:
+        say(
+            f"  (the machine is busy: load {load:.1f} on {plural(cores, 'core')}; all but the "
+            f"budgets are estimated {slowdown:.1f} times slower than on idle cores)"
+        )
+    report = RunReport(
+        config=config.to_dict(),
+        expected_seconds=expected,
+        steps={name: spec.decision.why for name, spec in specs.items()},
+    )
+    with one_interrupt(), library_output(out / LOG_FILE, verbose=verbose):
+        report.data = _data_step(database, dataset, out, config, specs["data"], say)
+        _timed(report, "data", started)
+        _models(config, database, out, specs, report, say, verbose)
+        _timed(report, "models and search", started)
+        report.lean = _lean_part(config, database, out, say)
+        report.seconds = time.perf_counter() - started
+        kept = keep_earlier_report(out, report.config)
+        report.write(out)
+    if kept is not None:
+        say(f"the earlier report, of a run with other settings, is kept as {kept}")
+    lines = report.summary_lines()
+    if lines:
+        say(
+            "trained models against their baselines (a difference counts only when its 95 % "
+            "bootstrap interval over the test items excludes 0):"
+        )
+        for line in lines:
+            say(line)
     return report
 
 
-def _is_quick_sized(config: RunConfig) -> bool:
-    return config.generator_model == "tinycoder"
+def _announce(
+    config: RunConfig,
+    out: Path,
+    specs: dict[str, StepSpec],
+    steps: list[tuple[str, float]],
+    expected: float,
+    say: Say,
+    verbose: bool,
+) -> None:
+    say(
+        f"leanloop run{' --quick' if config.quick else ''}: about {expected / 60:.0f} min "
+        f"({expected:.0f} s), in {out}"
+    )
+    for name, seconds in steps:
+        say(f"  - {name}: ~{seconds:.0f} s")
+    say(
+        f"models: tactic generator {describe_model(config.generator_model)} with a LoRA adapter "
+        f"(rank {config.lora_r}); premise retriever {describe_model(config.retriever_model)}"
+    )
+    reused = [name for name, spec in specs.items() if spec.decision.reused]
+    if reused:
+        say(f"reused from an earlier run (same settings and inputs): {', '.join(reused)}")
+    for name, spec in specs.items():
+        if spec.decision.why.startswith("redone"):
+            say(f"{name}: {spec.decision.why}")
+    differ = settings_differ(out, config.to_dict())
+    if differ:
+        say(
+            f"{out / 'report.md'} is the report of a run with other settings "
+            f"({', '.join(differ)}): it will be kept under a new name"
+        )
+    if not verbose:
+        say(f"library warnings and notices go to {out / LOG_FILE} (-v shows them here)")
 
 
 def _timed(report: RunReport, step: str, started: float) -> None:
     report.timings[step] = round(time.perf_counter() - started - sum(report.timings.values()), 1)
 
 
-def _prepare(
-    database: DynamicDatabase, dataset: Path, export: Path, config: RunConfig, say: Say
+def _data_step(
+    database: DynamicDatabase, dataset: Path, out: Path, config: RunConfig, spec: StepSpec, say: Say
 ) -> DataSummary:
+    """Import, order by curriculum and export (aside, renamed into ``out/export``), or reuse
+    an earlier run's."""
+    record = spec.decision.record
+    if record is not None:
+        summary = DataSummary.model_validate(record.result["summary"])
+        say(f"data: {_data_words(summary)} (reused)")
+        return summary
+    started = time.perf_counter()
     counts = database.import_dataset(dataset)
     repositories = database.sort_repositories_by_difficulty()
     split = SplitConfig(val=config.val, test=config.test, seed=config.seed)
-    exported = database.export_merged_data(repositories, export, split_config=split)
+    export = out / "export"
+    with replace_directory(
+        export, may_replace=lambda p: (p / "metadata.json").is_file()
+    ) as staging:
+        exported = database.export_merged_data(repositories, staging, split_config=split)
     for warning in exported.warnings:
         say(f"warning: {warning}")
-    say(
-        f"data: {plural(exported.theorems, 'theorem')} from "
-        f"{plural(len(repositories), 'repository')} ({counts.theorems_added} new), random split "
-        + ", ".join(f"{k} {v}" for k, v in exported.split_sizes["random"].items())
-    )
-    return DataSummary(
+    summary = DataSummary(
         dataset=str(dataset),
         repositories=[str(r) for r in repositories],
         theorems=exported.theorems,
@@ -182,166 +390,120 @@ def _prepare(
         splits=exported.split_sizes["random"],
         export=str(export),
     )
+    say(f"data: {_data_words(summary)} ({counts.theorems_added} new)")
+    result = {"summary": summary.model_dump(), "export_files": files_signature(export)}
+    RunSteps(out).finish(spec.decision, spec.settings, spec.inputs, spec.outputs, result, started)
+    return summary
 
 
-# -- the retriever, on its own core ----------------------------------------------------------
+def _data_words(summary: DataSummary) -> str:
+    return (
+        f"{plural(summary.theorems, 'theorem')} from "
+        f"{plural(len(summary.repositories), 'repository')}, random split "
+        + ", ".join(f"{k} {v}" for k, v in summary.splits.items())
+    )
 
 
-def retriever_track(config_data: dict[str, Any], database_url: str, out: str) -> dict[str, Any]:
-    """BM25, the untrained encoder and the trained retriever on the test split, among the same
-    candidate pool (``evaluation_data``: corpus.jsonl, or the train split's premises), in a
-    process of its own, on one core."""
-    from leanloop.ml.device import limit_threads
+# -- the models, on two cores ----------------------------------------------------------------
 
-    limit_threads(1)
-    config = RunConfig.from_dict(config_data)
-    from leanloop.retrieval.bm25 import evaluate_bm25
-    from leanloop.retrieval.model import PremiseRetriever
-    from leanloop.trainer.retrieval import RetrievalTrainer
-    from leanloop.trainer.retrieval_config import TrainingConfig
-    from leanloop.trainer.retrieval_evaluation import evaluate_retriever, evaluation_data
 
-    quiet_libraries()
-    out_dir = Path(out)
-    export = out_dir / "export"
-    test_steps, pool = evaluation_data(export, "random", "test")
-    reachable, best_possible = best_possible_recall(test_steps, pool.corpus)
-    bm25 = evaluate_bm25(pool.corpus, test_steps)
+def _models(
+    config: RunConfig,
+    database: DynamicDatabase,
+    out: Path,
+    specs: dict[str, StepSpec],
+    report: RunReport,
+    say: Say,
+    verbose: bool,
+) -> None:
+    """The untrained generator's evaluation and the retriever on the other core (or first,
+    without ``parallel``), the generator's training, its evaluation and the search here."""
     started = time.perf_counter()
-    untrained = evaluate_retriever(
-        PremiseRetriever.load(config.retriever_model, max_seq_len=config.retriever_max_seq_len),
-        export,
-    )
-    _say_line(
-        f"retriever: R@10 on {plural(len(test_steps), 'test step')}: BM25 "
-        f"{percent(bm25.recall_at_10)}, untrained {percent(untrained.recall_at_10)}; training "
-        f"for {config.retriever_seconds:.0f} s ..."
-    )
-    minutes, seconds = divmod(int(config.retriever_seconds), 60)
-    trainer = RetrievalTrainer(
-        TrainingConfig(
-            model_name=config.retriever_model,
-            output_dir=out_dir / "retriever",
-            run_progressive_training=False,  # one run, no later repository to protect
-            max_epochs=50,
-            max_time=f"00:00:{minutes:02d}:{seconds:02d}",
-            batch_size=config.retriever_batch_size,
-            max_seq_len=config.retriever_max_seq_len,
-            num_gpus=0,
-            enable_progress_bar=False,  # lines instead, on the job's output
-            seed=config.seed,
-        ),
-        progress=_say_line,
-    )
-    database = DynamicDatabase(database_url)
-    repositories = database.sort_repositories_by_difficulty()
-    train_started = time.perf_counter()
-    trainer.train(repositories, database, out_dir / "train-data" / "retriever")
-    train_seconds = time.perf_counter() - train_started
-    trained = trainer.evaluate(export)
-    _say_line(f"retriever: trained R@10 {percent(trained['R@10'])}")
-    last = trainer.reports[-1] if trainer.reports else None
-    return {
-        "test_steps": len(test_steps),
-        "pool": pool.source,
-        "pool_premises": pool.size,
-        "reachable_steps": reachable,
-        "best_possible_r10": best_possible,
-        "bm25": bm25.as_dict(),
-        "untrained": untrained.as_dict(),
-        "trained": trained,
-        "train_steps": last.train_steps if last else 0,
-        "optimizer_steps": last.optimizer_steps if last else 0,
-        "epochs": last.epochs if last else 0.0,
-        "best_val_r10": last.best_checkpoint_score if last else None,
-        "device": "cpu",  # num_gpus=0
-        "train_seconds": train_seconds,
-        "seconds": time.perf_counter() - started,
+    steps = RunSteps(out)
+    url = database.url.render_as_string(hide_password=False)
+    results = {
+        name: _reused(specs[name], say)
+        for name in SIDE_STEPS
+        if specs[name].decision.record is not None
     }
+    side = {name: specs[name] for name in SIDE_STEPS if name not in results}
+    worker = None
+    if side and config.parallel:
+        worker = SideProcess(config, url, out, side, verbose)
+    elif side:
+        run_side_steps(config, url, out, side, say, results.__setitem__)
+    try:
+        trained = _step(
+            specs["generator"], steps, say, lambda: train_generator(config, database, out, say)
+        )
+        before = results.get("generator-before")
+        if before is None:
+            assert worker is not None
+            before = worker.wait_for("generator-before", results)
+        after = _step(
+            specs["generator-after"], steps, say, lambda: generator_after(config, out, before, say)
+        )
+        report.generator = _generator_results(
+            config, before, trained, after, time.perf_counter() - started
+        )
+        report.search = _search(config, database, out, say)
+        if "retriever" not in results:
+            assert worker is not None
+            say("waiting for the retriever (training on the other core) ...")
+            worker.wait_for("retriever", results)
+    except BaseException:
+        if worker is not None:
+            worker.close(interrupt=True)
+        raise
+    if worker is not None:
+        worker.close(interrupt=False)
+    retriever = {**results["retriever"], "model": describe_model(config.retriever_model)}
+    report.retriever = RetrieverResults.model_validate(retriever)
 
 
-def best_possible_recall(steps, corpus) -> tuple[int, float]:
-    """How many of ``steps`` use a premise among the candidates of ``corpus`` (the others are
-    misses for every ranker), and the highest R@10 any ranking of them could give."""
-    reachable = 0
-    total = 0.0
-    for step in steps:
-        present = sum(name in corpus for name in set(step.positives))
-        reachable += present > 0
-        total += min(present, 10) / len(set(step.positives))
-    return reachable, total / len(steps) if steps else 0.0
+def _reused(spec: StepSpec, say: Say) -> dict[str, Any]:
+    record = spec.decision.record
+    assert record is not None
+    say(f"{STEP_WORDS[record.step]}: reused from the run of {record.finished}")
+    return record.result
 
 
-def _say_line(text: str) -> None:
-    """A line of the retriever's process on the job's output (it runs in a process of its
-    own, so it cannot use the job's ``say``)."""
-    print(text, flush=True)
-
-
-# -- the tactic generator, on this core ------------------------------------------------------
-
-
-def generator_track(
-    config: RunConfig, database: DynamicDatabase, out: Path, say: Say
-) -> GeneratorResults:
-    """Tactic accuracy of the base model, LoRA fine-tuning within the time budget, and the
-    accuracy of the trained model, on the same test steps."""
-    from peft import LoraConfig
-
-    from leanloop.ml.device import limit_threads
-    from leanloop.ml.generation import TacticGenerator
-    from leanloop.trainer.evaluation import evaluate_tactics
-    from leanloop.trainer.sft import SFTTrainer
-
-    limit_threads(1)
-    quiet_libraries()
+def _step(
+    spec: StepSpec, steps: RunSteps, say: Say, do: Callable[[], dict[str, Any]]
+) -> dict[str, Any]:
+    """An earlier run's result of a step, or the step done now and recorded."""
+    if spec.decision.record is not None:
+        return _reused(spec, say)
     started = time.perf_counter()
-    export = out / "export"
-    decoding: dict[str, Any] = {"method": "beam", "max_new_tokens": config.eval_max_new_tokens}
-    say(f"tactic generator: accuracy of {config.generator_model} before training ...")
-    base = TacticGenerator(config.generator_model, device="cpu")
-    before = evaluate_tactics(
-        base, export, k=config.eval_k, max_steps=config.eval_steps, **decoding
-    )
-    del base
-    say(f"  {before}")
-    say(f"tactic generator: LoRA training for {config.generator_seconds:.0f} s ...")
-    trainer = SFTTrainer(
-        config.generator_model,
-        output_dir=out / "generator",
-        batch_size=config.generator_batch_size,
-        lr=config.generator_lr,
-        lora_config=LoraConfig(r=config.lora_r, lora_alpha=2 * config.lora_r),
-        max_steps=100_000,
-        max_seconds=config.generator_seconds,
-        evaluate=False,
-        progress_bars=False,
-        seed=config.seed,
-    )
-    repositories = database.sort_repositories_by_difficulty()
-    trainer.train(repositories, database, out / "train-data" / "generator")
-    step = trainer.reports[-1]
-    say(
-        f"  {plural(step.global_steps, 'optimizer step')} on "
-        f"{plural(step.train_examples, 'example')} in {step.train_seconds:.0f} s"
-        + (f" ({step.train_tokens / step.train_seconds:.0f} tokens/s)" if step.train_tokens else "")
-    )
-    trained_model = TacticGenerator(out / "generator", device="cpu")
-    after = evaluate_tactics(
-        trained_model, export, k=config.eval_k, max_steps=config.eval_steps, **decoding
-    )
-    say(f"  after training: {after}")
+    result = do()
+    steps.finish(spec.decision, spec.settings, spec.inputs, spec.outputs, result, started)
+    return result
+
+
+def _generator_results(
+    config: RunConfig,
+    before: dict[str, Any],
+    trained: dict[str, Any],
+    after: dict[str, Any],
+    seconds: float,
+) -> GeneratorResults:
+    curve = trained.get("curve")
     return GeneratorResults(
         model=config.generator_model,
-        before=before,
-        after=after,
-        train_steps=step.global_steps,
-        train_examples=step.train_examples,
-        train_seconds=step.train_seconds,
-        train_tokens=step.train_tokens,
-        batch_size=config.generator_batch_size,
-        device=trainer.hardware.device,
-        seconds=time.perf_counter() - started,
+        model_description=f"{describe_model(config.generator_model)} with a LoRA adapter "
+        f"(rank {config.lora_r})",
+        before=TacticAccuracy.model_validate(before["accuracy"]),
+        after=TacticAccuracy.model_validate(after["accuracy"]),
+        loss_before=CompletionLoss.model_validate(before["loss"]),
+        loss_after=CompletionLoss.model_validate(after["loss"]),
+        train_steps=trained["train_steps"],
+        train_examples=trained["train_examples"],
+        train_seconds=trained["train_seconds"],
+        train_tokens=trained["train_tokens"],
+        batch_size=trained["batch_size"],
+        device=trained["device"],
+        curve=None if curve is None else TrainingCurve.model_validate(curve),
+        seconds=seconds,
     )
 
 

@@ -1,5 +1,9 @@
 """``RunConfig``: the main job's settings — where the data comes from and the results go, and the
-time each step may take — with a one-minute preset (``quick``) for a first look."""
+time each step may take — with a one-minute preset (``quick``) for a first look.
+
+The budgets bound the time of each step whatever the machine's load: training stops after its
+time, and each evaluation of the untrained generator measures the test steps that fit in its
+time (the trained generator is then measured on the same steps)."""
 
 from __future__ import annotations
 
@@ -9,6 +13,10 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass
 
 from leanloop.configfile import ConfigBase
+
+#: The output directory of the job (and of ``--quick``, when none is given).
+DEFAULT_OUTPUT = Path("build/run")
+QUICK_OUTPUT = Path("build/run-quick")
 
 
 @dataclass
@@ -22,8 +30,9 @@ class RunConfig(ConfigBase):
         "downloaded).",
     )
     output: Path = Field(
-        default=Path("build/run"),
-        description="Where the database, the export, models and report go.",
+        default=DEFAULT_OUTPUT,
+        description="Where the database, the export, models and report go (--quick: "
+        "build/run-quick unless given).",
     )
     database: str | None = Field(
         default=None,
@@ -38,7 +47,7 @@ class RunConfig(ConfigBase):
         description="The premise retriever's encoder (packaged on PyPI).",
     )
     retriever_seconds: float = Field(
-        default=150, gt=0, description="Training time of the retriever."
+        default=120, gt=0, description="Training time of the retriever."
     )
     retriever_batch_size: int = Field(default=8, ge=1, description="Retriever training batch.")
     retriever_max_seq_len: int = Field(
@@ -50,7 +59,7 @@ class RunConfig(ConfigBase):
         description="The tactic generator's base model (SmolLM2-135M-Instruct, packaged).",
     )
     generator_seconds: float = Field(
-        default=150, gt=0, description="Training time of the generator."
+        default=120, gt=0, description="Training time of the generator."
     )
     generator_batch_size: int = Field(default=2, ge=1, description="Generator training batch.")
     generator_lr: float = Field(
@@ -58,10 +67,28 @@ class RunConfig(ConfigBase):
     )
     lora_r: int = Field(default=16, ge=1, description="LoRA rank of the generator's adapter.")
 
+    loss_steps: int = Field(
+        default=64,
+        ge=2,
+        description="Test tactic steps whose held-out loss (the loss of the recorded tactic "
+        "given the prompt) is measured before and after training, at most.",
+    )
+    loss_seconds: float = Field(
+        default=45,
+        gt=0,
+        description="Time of the untrained generator's held-out loss: the test steps measured "
+        "within it (at least two) are measured again after training.",
+    )
     eval_steps: int = Field(
         default=10,
         ge=1,
-        description="Test tactic steps the generator is evaluated on (before/after).",
+        description="Test tactic steps of the generator's top-k accuracy (before/after), at most.",
+    )
+    eval_seconds: float = Field(
+        default=20,
+        gt=0,
+        description="Time of the untrained generator's top-k accuracy: the test steps measured "
+        "within it (at least one) are measured again after training.",
     )
     eval_k: int = Field(
         default=4, ge=1, description="Candidates per state in tactic accuracy and search."
@@ -71,14 +98,19 @@ class RunConfig(ConfigBase):
     )
 
     search_theorems: int = Field(
-        default=12,
+        default=4,
         ge=0,
         description="Test theorems searched with the trained generator (replayed).",
     )
     search_expansions: int = Field(
         default=4, ge=1, description="Expansions per theorem in that search."
     )
-    search_seconds: float = Field(default=30, gt=0, description="Time per theorem in that search.")
+    search_seconds: float = Field(default=15, gt=0, description="Time per theorem in that search.")
+    parallel: bool = Field(
+        default=True,
+        description="Evaluate the untrained generator and train the retriever in a process of "
+        "their own (on the other core) while the generator trains; off: one after the other.",
+    )
 
     lean_project: Path | None = Field(
         default=None,
@@ -97,11 +129,15 @@ class RunConfig(ConfigBase):
         return replace(
             self,
             quick=True,
+            output=QUICK_OUTPUT if self.output == DEFAULT_OUTPUT else self.output,
             retriever_seconds=min(self.retriever_seconds, 10),
             generator_model="tinycoder",
             generator_seconds=min(self.generator_seconds, 8),
             generator_batch_size=4,
+            loss_steps=min(self.loss_steps, 16),
+            loss_seconds=min(self.loss_seconds, 10),
             eval_steps=min(self.eval_steps, 4),
+            eval_seconds=min(self.eval_seconds, 5),
             eval_k=min(self.eval_k, 2),
             eval_max_new_tokens=min(self.eval_max_new_tokens, 16),
             search_theorems=min(self.search_theorems, 4),

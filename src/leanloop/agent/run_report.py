@@ -1,21 +1,43 @@
-"""The main job's report: what each step gave (data, retriever against BM25, generator against
-its base model, replayed search, the Lean part), whether each trained model beat its baseline and,
-where it did not, the likely reasons the job knows; written as JSON, Markdown and a plot, and
-summed up in a table for the terminal."""
+"""The main job's report: what each step gave (data, retriever against BM25 and the untrained
+encoder, generator against its base model, replayed search, the Lean part), whether each trained
+model did measurably better than its baseline under one noise rule for wins and losses
+(``run_compare``) and, where it did not, the likely reasons the job knows; the training curves;
+written as JSON, Markdown and a figure (``run_figure``), and summed up in a table for the
+terminal."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, computed_field
 
+from leanloop.agent.run_compare import Comparison, Interval, paired_interval, rule_text
+from leanloop.agent.run_results import (
+    RANKERS,
+    DataSummary,
+    GeneratorResults,
+    LeanResults,
+    RetrieverResults,
+    SearchSummary,
+    TrainingCurve,
+)
 from leanloop.atomic import write_figure_atomic, write_text_atomic
 from leanloop.data.records import AttemptStatus
 from leanloop.prover.report import EvaluationReport
-from leanloop.trainer.evaluation import TacticAccuracy
 from leanloop.words import count_of, percent, plural, share
+
+__all__ = [
+    "DataSummary",
+    "GeneratorResults",
+    "LeanResults",
+    "RetrieverResults",
+    "RunReport",
+    "SearchSummary",
+    "TrainingCurve",
+    "found_proofs",
+]
 
 #: Below this many test steps one step moves a figure by more than a point.
 SMALL_SAMPLE = 100
@@ -23,136 +45,15 @@ SMALL_SAMPLE = 100
 FEW_EPOCHS = 3
 
 
-class DataSummary(BaseModel):
-    dataset: str
-    repositories: list[str]
-    theorems: int
-    tactics: int
-    splits: dict[str, int]
-    export: str
-
-
-class RetrieverResults(BaseModel):
-    """R@1, R@10 and MRR (fractions) on the test steps that use a premise, each ranked among
-    the same candidate pool by BM25, the untrained and the trained retriever."""
-
-    test_steps: int
-    pool: str | None = Field(
-        default=None,
-        description="Where the candidates came from: corpus.jsonl, or without one the premises "
-        "of the train split's proofs ('train split'); None in reports written before it was "
-        "recorded.",
-    )
-    pool_premises: int | None = Field(default=None, description="Premises in the candidate pool.")
-    reachable_steps: int | None = Field(
-        default=None,
-        description="Test steps with at least one of their premises among the candidates (the "
-        "others are misses for every ranker); None: not recorded.",
-    )
-    best_possible_r10: float | None = Field(
-        default=None, description="The highest R@10 any ranker could reach among these candidates."
-    )
-    bm25: dict[str, float]
-    untrained: dict[str, float]
-    trained: dict[str, float]
-    train_steps: int = Field(description="Tactic steps the retriever trained on.")
-    optimizer_steps: int | None = Field(
-        default=None, description="Optimizer steps of the training."
-    )
-    epochs: float | None = Field(default=None, description="Passes over the training examples.")
-    best_val_r10: float | None = Field(
-        default=None,
-        description="R@10 on the val split of the weights kept (None: no validation finished, "
-        "the last weights were kept).",
-    )
-    device: str | None = Field(default=None, description="Where it trained (cpu, cuda).")
-    train_seconds: float
-    seconds: float
-
-    def pool_description(self) -> str | None:
-        """The candidate pool in words (None when not recorded)."""
-        from leanloop.retrieval.corpus import describe_pool
-
-        if self.pool is None or self.pool_premises is None:
-            return None
-        return describe_pool(self.pool, self.pool_premises)
-
-
-class GeneratorResults(BaseModel):
-    model: str
-    before: TacticAccuracy
-    after: TacticAccuracy
-    train_steps: int
-    train_examples: int
-    train_seconds: float
-    train_tokens: int | None = None
-    batch_size: int | None = Field(default=None, description="Examples per optimizer step.")
-    device: str | None = Field(default=None, description="Where it trained (cpu, cuda).")
-    seconds: float
-
-
-class SearchSummary(BaseModel):
-    """Searches in the replay environment: found proofs are recorded proofs found again, not
-    proofs checked by Lean."""
-
-    model: EvaluationReport
-    diagnostic: EvaluationReport
-
-
-class LeanResults(BaseModel):
-    """The Lean part: skipped (and why) where no toolchain is found, else its outcome."""
-
-    status: str
-    reason: str = ""
-    proved: int = 0
-    tried: int = 0
-    report: dict[str, Any] | None = None
-
-
-class Comparison(BaseModel):
-    """A trained model against one baseline on the same test data: whether it did better
-    (``goal`` "beat": strictly above; "reach": at least as high, for a baseline that is a
-    ceiling) and, where it did not, the likely reasons the job knows."""
-
-    subject: str = Field(description="What was trained, e.g. 'trained retriever'.")
-    baseline: str = Field(description="What it is measured against, e.g. 'BM25'.")
-    metric: str
-    value: float = Field(description="The subject's figure (a fraction).")
-    baseline_value: float
-    shown: str = Field(description="The subject's figure in words (a count or a percentage).")
-    baseline_shown: str
-    goal: Literal["beat", "reach"] = "beat"
-    better: bool
-    reasons: list[str] = Field(default_factory=list)
-
-    def verdict(self) -> str:
-        """'the trained retriever did not beat BM25' (or beat, reached, did not reach)."""
-        if self.goal == "beat":
-            done = "beat" if self.better else "did not beat"
-        else:
-            done = "reached" if self.better else "did not reach"
-        return f"the {self.subject} {done} {self.baseline}"
-
-    def relation(self) -> str:
-        """The subject's figure against the baseline's: 'below BM25', 'equal to ...'."""
-        if abs(self.value - self.baseline_value) < 1e-12:
-            return f"equal to {self.baseline}"
-        return f"{'above' if self.value > self.baseline_value else 'below'} {self.baseline}"
-
-    def sentence(self) -> str:
-        text = (
-            f"{_capital(self.verdict())}: {self.metric} {self.shown} against {self.baseline_shown}"
-        )
-        if self.reasons:
-            text += ". Likely why: " + "; ".join(self.reasons)
-        return text + "."
-
-
 class RunReport(BaseModel):
     config: dict[str, Any]
     expected_seconds: float
     seconds: float = 0.0
     timings: dict[str, float] = Field(default_factory=dict)
+    steps: dict[str, str] = Field(
+        default_factory=dict,
+        description="Each step of the job: done, reused from an earlier run, or redone (why).",
+    )
     data: DataSummary | None = None
     retriever: RetrieverResults | None = None
     generator: GeneratorResults | None = None
@@ -164,66 +65,197 @@ class RunReport(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def comparisons(self) -> list[Comparison]:
-        """Each trained model against each of its baselines, in the order of the report."""
+        """Each trained model against each of its baselines on the same test items, in the
+        order of the report."""
         found: list[Comparison] = []
         if self.retriever is not None:
-            r = self.retriever
-            for name, baseline in (("BM25", r.bm25), ("the untrained encoder", r.untrained)):
-                better = r.trained["R@10"] > baseline["R@10"]
-                found.append(
-                    Comparison(
-                        subject="trained retriever",
-                        baseline=name,
-                        metric="R@10",
-                        value=r.trained["R@10"],
-                        baseline_value=baseline["R@10"],
-                        shown=percent(r.trained["R@10"]),
-                        baseline_shown=percent(baseline["R@10"]),
-                        better=better,
-                        reasons=[] if better else self._retriever_reasons(baseline["R@10"]),
-                    )
-                )
+            found += self._retriever_comparisons(self.retriever)
         if self.generator is not None:
-            g = self.generator
-            after = (g.after.topk_hits, g.after.top1_hits)
-            before = (g.before.topk_hits, g.before.top1_hits)
-            better = after > before  # more top-k hits, or as many and more top-1 hits
-            found.append(
-                Comparison(
-                    subject="trained generator",
-                    baseline=f"the untrained {g.model}",
-                    metric=f"top-{g.after.k} accuracy",
-                    value=g.after.topk,
-                    baseline_value=g.before.topk,
-                    shown=share(g.after.topk_hits, g.after.steps, "test step"),
-                    baseline_shown=share(g.before.topk_hits, g.before.steps),
-                    better=better,
-                    reasons=[] if better else self._generator_reasons(),
-                )
-            )
+            found += self._generator_comparisons(self.generator)
         if self.search is not None:
-            m, d = self.search.model, self.search.diagnostic
-            model_found, diagnostic_found = found_proofs(m), found_proofs(d)
-            value = model_found / m.theorems if m.theorems else 0.0
-            baseline_value = diagnostic_found / d.theorems if d.theorems else 0.0
-            better = value >= baseline_value
-            found.append(
-                Comparison(
-                    subject="trained generator's search",
-                    baseline="the recorded diagnostic",
-                    metric="recorded proofs found (replay)",
-                    value=value,
-                    baseline_value=baseline_value,
-                    shown=share(model_found, m.theorems, "theorem"),
-                    baseline_shown=share(diagnostic_found, d.theorems),
-                    goal="reach",
-                    better=better,
-                    reasons=[] if better else self._search_reasons(),
-                )
-            )
+            found.append(self._search_comparison(self.search))
         return found
 
-    def _retriever_reasons(self, baseline: float) -> list[str]:
+    def _retriever_comparisons(self, r: RetrieverResults) -> list[Comparison]:
+        subject = "trained retriever"
+        found = []
+        for key in ("bm25", "untrained"):
+            baseline = RANKERS[key]
+            if r.ranks is not None:
+                reachable = len(r.reachable_ranks("trained"))
+                on = (
+                    f"on the {count_of(reachable, r.test_steps, 'test step')} with a premise "
+                    "among the candidates"
+                )
+                mrr, rank = [], []
+                for name in ("trained", key):
+                    ranks = r.reachable_ranks(name)
+                    mrr.append([1 / x for x in ranks])
+                    rank.append([float(x) for x in ranks])
+                found.append(
+                    Comparison.of(
+                        paired_interval(*mrr),
+                        subject=subject,
+                        baseline=baseline,
+                        metric=f"MRR {on}",
+                        value=r.mrr_reachable("trained"),
+                        baseline_value=r.mrr_reachable(key),
+                        shown=f"{r.mrr_reachable('trained'):.3f}",
+                        baseline_shown=f"{r.mrr_reachable(key):.3f}",
+                        digits=3,
+                    )
+                )
+                found.append(
+                    Comparison.of(
+                        paired_interval(*rank),
+                        subject=subject,
+                        baseline=baseline,
+                        metric=f"mean rank of the first premise {on}",
+                        value=r.mean_rank("trained"),
+                        baseline_value=r.mean_rank(key),
+                        shown=f"{r.mean_rank('trained'):.1f}",
+                        baseline_shown=f"{r.mean_rank(key):.1f}",
+                        higher_is_better=False,
+                        digits=1,
+                    )
+                )
+            interval = (
+                None
+                if r.recall10 is None
+                else paired_interval(r.recall10["trained"], r.recall10[key])
+            )
+            found.append(
+                Comparison.of(
+                    interval,
+                    subject=subject,
+                    baseline=baseline,
+                    metric=f"R@10 on all {plural(r.test_steps, 'test step')}",
+                    value=r.trained["R@10"],
+                    baseline_value=r.bm25["R@10"] if key == "bm25" else r.untrained["R@10"],
+                    shown=percent(r.trained["R@10"]),
+                    baseline_shown=percent(
+                        r.bm25["R@10"] if key == "bm25" else r.untrained["R@10"]
+                    ),
+                    scale=100,
+                    unit=" points",
+                    digits=1,
+                )
+            )
+        for comparison in found:
+            if not comparison.better:
+                comparison.reasons = self._retriever_reasons()
+        return found
+
+    def _generator_comparisons(self, g: GeneratorResults) -> list[Comparison]:
+        subject, baseline = "trained generator", f"the untrained {g.model}"
+        found = []
+        if g.loss_before is not None and g.loss_after is not None:
+            n = min(g.loss_before.steps, g.loss_after.steps)
+            before, after = g.loss_before.first(n), g.loss_after.first(n)
+            tokens = [s.tokens for s in after.per_step]
+            found.append(
+                Comparison.of(
+                    paired_interval(
+                        [s.nll for s in after.per_step],
+                        [s.nll for s in before.per_step],
+                        subject_weights=tokens,
+                        baseline_weights=[s.tokens for s in before.per_step],
+                    ),
+                    subject=subject,
+                    baseline=baseline,
+                    metric=f"held-out loss of the recorded tactic on {plural(n, 'test step')} "
+                    f"({plural(after.tokens, 'token')})",
+                    value=after.loss,
+                    baseline_value=before.loss,
+                    shown=f"{after.loss:.2f} nats/token (perplexity {after.perplexity:.1f})",
+                    baseline_shown=f"{before.loss:.2f} ({before.perplexity:.1f})",
+                    higher_is_better=False,
+                    unit=" nats/token",
+                )
+            )
+            found.append(
+                Comparison.of(
+                    paired_interval(
+                        [s.correct for s in after.per_step],
+                        [s.correct for s in before.per_step],
+                        subject_weights=tokens,
+                        baseline_weights=[s.tokens for s in before.per_step],
+                    ),
+                    subject=subject,
+                    baseline=baseline,
+                    metric="token accuracy on those steps",
+                    value=after.token_accuracy,
+                    baseline_value=before.token_accuracy,
+                    shown=percent(after.token_accuracy),
+                    baseline_shown=percent(before.token_accuracy),
+                    scale=100,
+                    unit=" points",
+                    digits=1,
+                )
+            )
+        steps = min(g.before.steps, g.after.steps)
+        interval = None
+        before_k, after_k = g.before, g.after
+        if g.before.per_step is not None and g.after.per_step is not None:
+            before_k, after_k = g.before.first(steps), g.after.first(steps)
+            assert before_k.per_step is not None and after_k.per_step is not None
+            interval = paired_interval(
+                [float(hit) for _, hit in after_k.per_step],
+                [float(hit) for _, hit in before_k.per_step],
+            )
+        found.append(
+            Comparison.of(
+                interval,
+                subject=subject,
+                baseline=baseline,
+                metric=f"top-{after_k.k} accuracy",
+                value=after_k.topk,
+                baseline_value=before_k.topk,
+                shown=share(after_k.topk_hits, after_k.steps, "test step"),
+                baseline_shown=share(before_k.topk_hits, before_k.steps),
+                scale=100,
+                unit=" points",
+                digits=0,
+            )
+        )
+        for comparison in found:
+            if not comparison.better:
+                comparison.reasons = self._generator_reasons(comparison.metric.startswith("top-"))
+        return found
+
+    def _search_comparison(self, search: SearchSummary) -> Comparison:
+        m, d = search.model, search.diagnostic
+        diagnostic = {(a.key, a.commit): a.status.found_proof for a in d.attempts}
+        pairs = [
+            (float(a.status.found_proof), float(diagnostic[a.key, a.commit]))
+            for a in m.attempts
+            if (a.key, a.commit) in diagnostic
+        ]
+        interval = (
+            paired_interval([p[0] for p in pairs], [p[1] for p in pairs])
+            if pairs
+            else Interval(items=0, difference=0.0, low=0.0, high=0.0)
+        )
+        model_found, diagnostic_found = found_proofs(m), sum(int(p[1]) for p in pairs)
+        comparison = Comparison.of(
+            interval,
+            goal="reach",
+            subject="trained generator's search",
+            baseline="the recorded diagnostic",
+            metric="recorded proofs found (replay)",
+            value=model_found / m.theorems if m.theorems else 0.0,
+            baseline_value=diagnostic_found / len(pairs) if pairs else 0.0,
+            shown=share(model_found, m.theorems, "theorem"),
+            baseline_shown=f"{share(diagnostic_found, len(pairs))} of the same theorems",
+            scale=100,
+            unit=" points",
+            digits=0,
+        )
+        if not comparison.better:
+            comparison.reasons = self._search_reasons()
+        return comparison
+
+    def _retriever_reasons(self) -> list[str]:
         r = self.retriever
         assert r is not None
         reasons = []
@@ -258,19 +290,13 @@ class RunReport(BaseModel):
                 f"among the candidates{source}{limit}"
             )
         if r.test_steps < SMALL_SAMPLE:
-            gap = abs(r.trained["R@10"] - baseline) * r.test_steps
-            difference = (
-                ""
-                if gap < 1e-9
-                else f"; the gap is about {plural(max(1, round(gap)), 'test step')}"
-            )
             reasons.append(
                 f"a small test sample: {plural(r.test_steps, 'step')}, each worth up to "
-                f"{100 / r.test_steps:.1f} points of R@10{difference}"
+                f"{100 / r.test_steps:.1f} points of R@10"
             )
         return reasons
 
-    def _generator_reasons(self) -> list[str]:
+    def _generator_reasons(self, exact_match: bool) -> list[str]:
         g = self.generator
         assert g is not None
         reasons = []
@@ -284,12 +310,13 @@ class RunReport(BaseModel):
         reasons.append(f"short training: {training}")
         if self.config.get("quick"):
             reasons.append(f"the base model is {g.model}, a tiny model for a first look (--quick)")
-        if g.after.steps < SMALL_SAMPLE:
-            reasons.append(f"a small test sample: {plural(g.after.steps, 'step')}")
-        if g.before.topk_hits == 0 and g.after.topk_hits == 0:
+        steps = g.after.steps if exact_match or g.loss_after is None else g.loss_after.steps
+        if steps < SMALL_SAMPLE:
+            reasons.append(f"a small test sample: {plural(steps, 'step')}")
+        if exact_match and g.before.topk_hits == 0 and g.after.topk_hits == 0:
             reasons.append(
                 f"neither model proposed the recorded tactic among its top {g.after.k} on any "
-                "test step"
+                "test step: a few minutes of training move the loss long before whole tactics"
             )
         return reasons
 
@@ -317,14 +344,26 @@ class RunReport(BaseModel):
 
     # -- writing --------------------------------------------------------------------------
 
+    def relations(self, subject: str, metric_start: str) -> str:
+        """How the subject's figure stands against each baseline, for one metric."""
+        return ", ".join(
+            c.relation()
+            for c in self.comparisons
+            if c.subject == subject and c.metric.startswith(metric_start)
+        )
+
+    def short_verdicts(self, subject: str, metric_start: str) -> str:
+        """'trained vs BM25: better', 'trained vs untrained: no measurable difference', one
+        line for each baseline of one metric."""
+        return "\n".join(
+            f"trained vs {c.baseline.removeprefix('the ').split(' ')[0]}: {c.outcome}"
+            for c in self.comparisons
+            if c.subject == subject and c.metric.startswith(metric_start)
+        )
+
     def rows(self) -> list[tuple[str, str, str]]:
         """(what, result, compared with) for the summary table and the Markdown report."""
         rows: list[tuple[str, str, str]] = []
-        relations = {(c.subject, c.baseline): c.relation() for c in self.comparisons}
-
-        def relation(subject: str, baseline: str) -> str:
-            return relations[subject, baseline]
-
         if self.data is not None:
             splits = ", ".join(f"{k} {v}" for k, v in self.data.splits.items())
             rows.append(
@@ -336,31 +375,9 @@ class RunReport(BaseModel):
                 )
             )
         if self.retriever is not None:
-            r = self.retriever
-            among = (
-                "" if r.pool is None else f", {plural(r.pool_premises or 0, 'candidate')}: {r.pool}"
-            )
-            rows.append(
-                (
-                    f"retriever R@10 ({plural(r.test_steps, 'test step')}{among})",
-                    f"{percent(r.trained['R@10'])} trained",
-                    f"BM25 {percent(r.bm25['R@10'])}, untrained {percent(r.untrained['R@10'])}: "
-                    f"trained is {relation('trained retriever', 'BM25')}, "
-                    f"{relation('trained retriever', 'the untrained encoder')}",
-                )
-            )
+            rows += self._retriever_rows(self.retriever)
         if self.generator is not None:
-            g = self.generator
-            rows.append(
-                (
-                    f"tactic accuracy ({plural(g.after.steps, 'test step')}, k={g.after.k})",
-                    f"top-1 {share(g.after.top1_hits, g.after.steps)}, top-{g.after.k} "
-                    f"{share(g.after.topk_hits, g.after.steps)} trained",
-                    f"untrained {g.model}: top-1 {share(g.before.top1_hits, g.before.steps)}, "
-                    f"top-{g.before.k} {share(g.before.topk_hits, g.before.steps)}: trained is "
-                    f"{relation('trained generator', f'the untrained {g.model}')}",
-                )
-            )
+            rows += self._generator_rows(self.generator)
         if self.search is not None:
             m, d = self.search.model, self.search.diagnostic
             rows.append(
@@ -368,8 +385,8 @@ class RunReport(BaseModel):
                     "search, replay environment (no Lean)",
                     f"recorded proofs found for {count_of(found_proofs(m), m.theorems, 'theorem')}"
                     " (trained generator)",
-                    f"recorded diagnostic: {count_of(found_proofs(d), d.theorems)}: trained is "
-                    + relation("trained generator's search", "the recorded diagnostic"),
+                    f"recorded diagnostic: {count_of(found_proofs(d), d.theorems)}: trained: "
+                    + self.relations("trained generator's search", "recorded"),
                 )
             )
         if self.lean is not None:
@@ -382,10 +399,80 @@ class RunReport(BaseModel):
         rows.append(("time", f"{self.seconds:.0f} s", f"expected ~{self.expected_seconds:.0f} s"))
         return rows
 
+    def _retriever_rows(self, r: RetrieverResults) -> list[tuple[str, str, str]]:
+        rows = []
+        among = "" if r.pool is None else f", {plural(r.pool_premises or 0, 'candidate')}: {r.pool}"
+        if r.ranks is not None:
+            reachable = len(r.reachable_ranks("trained"))
+            rows.append(
+                (
+                    f"retriever MRR (mean rank) on the "
+                    f"{count_of(reachable, r.test_steps, 'test step')} with a premise among "
+                    "the candidates",
+                    f"{r.mrr_reachable('trained'):.3f} ({r.mean_rank('trained'):.1f}) trained",
+                    f"BM25 {r.mrr_reachable('bm25'):.3f} ({r.mean_rank('bm25'):.1f}), untrained "
+                    f"{r.mrr_reachable('untrained'):.3f} ({r.mean_rank('untrained'):.1f}): "
+                    f"trained's MRR {self.relations('trained retriever', 'MRR')}; mean rank "
+                    f"{self.relations('trained retriever', 'mean rank')}",
+                )
+            )
+        rows.append(
+            (
+                f"retriever R@10 ({plural(r.test_steps, 'test step')}{among})",
+                f"{percent(r.trained['R@10'])} trained",
+                f"BM25 {percent(r.bm25['R@10'])}, untrained {percent(r.untrained['R@10'])}: "
+                f"trained: {self.relations('trained retriever', 'R@10')}",
+            )
+        )
+        return rows
+
+    def _generator_rows(self, g: GeneratorResults) -> list[tuple[str, str, str]]:
+        rows = []
+        if g.loss_before is not None and g.loss_after is not None:
+            n = min(g.loss_before.steps, g.loss_after.steps)
+            before, after = g.loss_before.first(n), g.loss_after.first(n)
+            rows.append(
+                (
+                    f"held-out loss, perplexity, token accuracy ({plural(n, 'test step')})",
+                    f"{after.loss:.2f} nats/token, {after.perplexity:.1f}, "
+                    f"{percent(after.token_accuracy)} trained",
+                    f"untrained {g.model}: {before.loss:.2f}, {before.perplexity:.1f}, "
+                    f"{percent(before.token_accuracy)}: trained's loss "
+                    f"{self.relations('trained generator', 'held-out')}; token accuracy "
+                    f"{self.relations('trained generator', 'token')}",
+                )
+            )
+        rows.append(
+            (
+                f"tactic accuracy ({plural(g.after.steps, 'test step')}, k={g.after.k})",
+                f"top-1 {share(g.after.top1_hits, g.after.steps)}, top-{g.after.k} "
+                f"{share(g.after.topk_hits, g.after.steps)} trained",
+                f"untrained {g.model}: top-1 {share(g.before.top1_hits, g.before.steps)}, "
+                f"top-{g.before.k} {share(g.before.topk_hits, g.before.steps)}: trained: "
+                f"{self.relations('trained generator', 'top-')}",
+            )
+        )
+        return rows
+
     def findings(self) -> list[str]:
-        """One sentence per comparison, for the console: did each trained model beat its
-        baseline, and if not, the likely reasons."""
+        """One sentence per comparison, for the console: did each trained model do measurably
+        better than its baseline, and if not, the likely reasons."""
         return [c.sentence() for c in self.comparisons]
+
+    def summary_lines(self) -> list[str]:
+        """The comparisons for the console: one line each, and the likely reasons once per
+        model that did not do measurably better somewhere."""
+        lines: list[str] = []
+        comparisons = self.comparisons
+        for index, c in enumerate(comparisons):
+            lines.append(f"  - {c.sentence(with_reasons=False)}")
+            last = index + 1 == len(comparisons) or comparisons[index + 1].subject != c.subject
+            reasons = list(
+                dict.fromkeys(r for x in comparisons if x.subject == c.subject for r in x.reasons)
+            )
+            if last and reasons:
+                lines.append(f"    Likely why (the {c.subject}): " + "; ".join(reasons) + ".")
+        return lines
 
     def markdown(self) -> str:
         lines = [
@@ -396,12 +483,15 @@ class RunReport(BaseModel):
             *(f"| {a} | {b} | {c} |" for a, b, c in self.rows()),
             "",
             *self._comparison_lines(),
+            *self._model_lines(),
             *self._pool_lines(),
             "Found proofs in the replay environment are recorded proofs found again by the "
             "search over recorded transitions: no Lean checked them, so they are not called "
             "proved.",
             "",
         ]
+        if self.steps:
+            lines += ["Steps: " + "; ".join(f"{k}: {v}" for k, v in self.steps.items()), ""]
         if self.timings:
             lines += [
                 "Timings (seconds): "
@@ -414,14 +504,23 @@ class RunReport(BaseModel):
         comparisons = self.comparisons
         if not comparisons:
             return []
-        lines = ["## Trained models against their baselines", ""]
+        lines = ["## Trained models against their baselines", "", rule_text(), ""]
         for c in comparisons:
             reasons = ". Likely why: " + "; ".join(c.reasons) if c.reasons else ""
+            difference = f" ({c.difference_text()})" if c.difference_text() else ""
             lines.append(
                 f"- **{_capital(c.verdict())}**: {c.metric} {c.shown} against "
-                f"{c.baseline_shown}{reasons}."
+                f"{c.baseline_shown}{difference}{reasons}."
             )
         return [*lines, ""]
+
+    def _model_lines(self) -> list[str]:
+        lines = []
+        if self.generator is not None and self.generator.model_description:
+            lines.append(f"Tactic generator: {self.generator.model_description}.")
+        if self.retriever is not None and self.retriever.model:
+            lines.append(f"Premise retriever: {self.retriever.model}.")
+        return [*lines, ""] if lines else []
 
     def _pool_lines(self) -> list[str]:
         """What the retriever's R@k were measured among, in words."""
@@ -444,28 +543,10 @@ class RunReport(BaseModel):
         return path
 
     def figure(self):
-        """The report's figure (a matplotlib ``Figure``): the retriever's R@10 against its
-        baselines, tactic accuracy before and after training as counts of test steps, and the
-        replayed searches' theorems by outcome."""
-        from matplotlib.figure import Figure
+        """The report's figure (a matplotlib ``Figure``, see ``run_figure.report_figure``)."""
+        from leanloop.agent.run_figure import report_figure
 
-        figure = Figure(figsize=(15, 4.8))
-        axes = figure.subplots(1, 3)
-        if self.retriever is not None:
-            relations = [c.relation() for c in self.comparisons if c.subject == "trained retriever"]
-            _retriever_panel(axes[0], self.retriever, relations)
-        else:
-            _empty(axes[0], "retriever: not run")
-        if self.generator is not None:
-            _generator_panel(axes[1], self.generator)
-        else:
-            _empty(axes[1], "tactic generator: not run")
-        if self.search is not None:
-            _search_panel(axes[2], self.search)
-        else:
-            _empty(axes[2], "search: not run")
-        figure.tight_layout()
-        return figure
+        return report_figure(self)
 
 
 def found_proofs(report: EvaluationReport) -> int:
@@ -477,101 +558,3 @@ def found_proofs(report: EvaluationReport) -> int:
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
-
-
-def _empty(axes, title: str) -> None:
-    axes.set_title(title)
-    axes.set_axis_off()
-
-
-def _retriever_panel(axes, r: RetrieverResults, relations: list[str]) -> None:
-    names = ["BM25", "untrained", "trained"]
-    values = [100 * r.bm25["R@10"], 100 * r.untrained["R@10"], 100 * r.trained["R@10"]]
-    colours = ["#aaaaaa", "#aaaaaa", "#3366cc"]
-    bars = axes.bar(names, values, color=colours, label=["baseline", "baseline", "trained"])
-    axes.bar_label(bars, labels=[f"{v:.1f} %" for v in values])
-    if r.best_possible_r10 is not None:
-        axes.axhline(
-            100 * r.best_possible_r10,
-            color="#cc3333",
-            linestyle="--",
-            label=f"highest possible ({percent(r.best_possible_r10)})",
-        )
-    axes.set_ylim(0, max(1.0, *values, 100 * (r.best_possible_r10 or 0)) * 1.25)
-    axes.set_xlabel("ranker")
-    axes.set_ylabel("R@10 (%)")
-    title = f"retriever R@10 on {plural(r.test_steps, 'test step')}"
-    if relations:
-        title += f"\ntrained is {', '.join(relations)}"
-    axes.set_title(title)
-    handles, labels = axes.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    axes.legend(unique.values(), unique.keys(), loc="upper left", fontsize=8)
-
-
-def _generator_panel(axes, g: GeneratorResults) -> None:
-    labels = ["top-1", f"top-{g.after.k}"]
-    steps = max(g.after.steps, g.before.steps)
-    groups = (
-        (f"untrained {g.model}", g.before, -0.2, "#bbbbbb"),
-        ("trained", g.after, 0.2, "#3366cc"),
-    )
-    for name, accuracy, offset, colour in groups:
-        hits = [accuracy.top1_hits, accuracy.topk_hits]
-        bars = axes.bar(
-            [i + offset for i in range(len(labels))], hits, 0.4, label=name, color=colour
-        )
-        axes.bar_label(bars, labels=[count_of(h, accuracy.steps) for h in hits])
-    axes.set_xticks(range(len(labels)), labels)
-    axes.set_ylim(0, max(1, steps) * 1.25)
-    axes.set_xlabel("recorded tactic among the model's first k candidates")
-    axes.set_ylabel("test steps")
-    axes.set_title(f"tactic accuracy on {plural(steps, 'test step')}")
-    axes.legend(loc="upper left", fontsize=8)
-
-
-#: Colours of attempt outcomes in the search panel.
-_OUTCOME_COLOURS = {
-    "proved": "#2a9d4b",
-    "replayed": "#3366cc",
-    "recorded": "#6a5acd",
-    "failed": "#bbbbbb",
-    "timeout": "#e0a030",
-    "budget": "#d07030",
-    "refused": "#aa3333",
-    "error": "#333333",
-}
-
-
-def _search_panel(axes, search: SearchSummary) -> None:
-    provers = (("trained generator", search.model), ("recorded diagnostic", search.diagnostic))
-    statuses = [
-        s.value for s in AttemptStatus if any(s.value in r.status_counts for _, r in provers)
-    ]
-    x = list(range(len(provers)))
-    bottoms = [0] * len(provers)
-    for status in statuses:
-        counts = [report.status_counts.get(status, 0) for _, report in provers]
-        axes.bar(
-            x,
-            counts,
-            0.6,
-            bottom=bottoms,
-            label=status,
-            color=_OUTCOME_COLOURS.get(status, "#777777"),
-        )
-        bottoms = [b + c for b, c in zip(bottoms, counts, strict=True)]
-    for i, (_, report) in enumerate(provers):
-        axes.text(
-            i,
-            bottoms[i],
-            f"{count_of(found_proofs(report), report.theorems)} replayed",
-            ha="center",
-            va="bottom",
-        )
-    axes.set_xticks(x, [f"{name}\n({plural(r.theorems, 'theorem')})" for name, r in provers])
-    axes.set_ylim(0, max(1, *bottoms) * 1.25)
-    axes.set_ylabel("test theorems")
-    axes.set_title("replayed search (no Lean): theorems by outcome")
-    if statuses:
-        axes.legend(title="outcome", loc="upper left", fontsize=8)

@@ -54,8 +54,15 @@ def _root(
         callback=_print_version,
         is_eager=True,
     ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show progress notes."),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        "-v",
+        help="Also show progress notes, and the libraries' warnings and notices that 'run' "
+        "otherwise writes to its log.",
+    ),
 ) -> None:
+    common.set_verbose(verbose)
     _configure_logging(logging.INFO if verbose else logging.WARNING)
 
 

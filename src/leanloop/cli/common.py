@@ -273,6 +273,18 @@ def on_interrupt(note: Callable[[], str]) -> Iterator[None]:
 
 
 _INVOCATION: list[str] = []
+_VERBOSE = [False]
+
+
+def set_verbose(on: bool) -> None:
+    """Record whether ``-v/--verbose`` was given (commands that keep the libraries' messages
+    off the console show them then)."""
+    _VERBOSE[0] = on
+
+
+def verbose() -> bool:
+    """Whether ``-v/--verbose`` was given."""
+    return _VERBOSE[0]
 
 
 def remember_invocation(argv: list[str]) -> None:

@@ -1,5 +1,7 @@
 """``leanloop run``: the main job, the whole loop on one dataset (see ``agent/pipeline.py``),
-configured by a ``RunConfig`` file and options; prints what it will do and a summary table."""
+configured by a ``RunConfig`` file and options; prints what it will do and a summary table, keeps
+the libraries' messages in its log unless ``-v`` is given, and on Ctrl-C says in one line which
+finished steps it kept (a run started again reuses them)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from leanloop.cli.common import DB_OPTION, check_database_name, console, load_config, user_path
+from leanloop.cli import common
+from leanloop.cli.common import (
+    DB_OPTION,
+    check_database_name,
+    console,
+    load_config,
+    on_interrupt,
+    user_path,
+)
 
 
 def run(
@@ -38,9 +48,12 @@ def run(
 ) -> None:
     """Run the whole loop: import and split a dataset, train a premise retriever and a tactic
     generator within a stated time budget, evaluate them against their baselines, search proofs
-    of the test theorems (replayed without Lean, proved with it), and write a report."""
+    of the test theorems (replayed without Lean, proved with it), and write a report. Steps an
+    earlier run in the same --out finished with the same settings are reused."""
+    from leanloop.agent.pipeline import effective_config
     from leanloop.agent.pipeline import run as run_job
     from leanloop.agent.pipeline_config import RunConfig
+    from leanloop.agent.run_steps import RunSteps
 
     check_database_name(db)
     overrides = {
@@ -50,8 +63,14 @@ def run(
         "quick": quick or None,
     }
     settings, _ = load_config(RunConfig, config, overrides)
+    settings = effective_config(settings)
     output = user_path(settings.output)
-    report = run_job(settings, say=lambda text: console.print(escape(text), highlight=False))
+    with on_interrupt(RunSteps(output).kept_note):
+        report = run_job(
+            settings,
+            say=lambda text: console.print(escape(text), highlight=False),
+            verbose=common.verbose(),
+        )
     table = Table(title="leanloop run", title_justify="left")
     for column in ("step", "result", "compared with"):
         table.add_column(column)
