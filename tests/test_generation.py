@@ -180,7 +180,7 @@ def test_evaluation_counts_exact_matches(few_theorems, sample_dir, tmp_path):
     n = len(steps)
     assert isinstance(_Oracle(answers, 0), Generator)
     assert evaluate_tactics(_Oracle(answers, 0), few_theorems, k=3) == TacticAccuracy(
-        steps=n, k=3, top1_hits=n, topk_hits=n
+        steps=n, k=3, top1_hits=n, topk_hits=n, per_step=[(True, True)] * n
     )
     second = evaluate_tactics(_Oracle(answers, 1), few_theorems, k=3)
     assert (second.top1, second.topk) == (0.0, 1.0)

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from leanloop.cli import common
+import leanloop.cli.common as common
 from leanloop.cli.common import (
     DB_OPTION,
     check_database_name,

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, Connection
 
-from leanloop.database import engine as engines
+import leanloop.database.engine as engines
 from leanloop.database.schema import (
     ADDED_IN,
     COLUMNS_ADDED_IN,

@@ -343,6 +343,18 @@ class RetrievalTrainer(CurriculumTrainer):
         module.setup("fit")
         return module
 
+    def skip_step(self, step: CurriculumStep) -> None:
+        """Report a repository the curriculum record holds as finished as reused; training goes
+        on from its checkpoint."""
+        finished = self.finished(step)
+        if finished is not None:
+            self.reports.append(finished.model_copy(update={"reused": True}))
+        self._start = str(step.checkpoint_dir)
+
+    def resume_from(self, checkpoint_dir: Path) -> None:
+        """Go on from ``checkpoint_dir``, the last finished repository's checkpoint."""
+        self._start = str(checkpoint_dir)
+
     def train_step(self, step: CurriculumStep) -> None:
         """Train on ``step``'s repository and save its checkpoint; a repository an earlier run
         finished is skipped (its checkpoint is where the next one starts), and an interrupted
