@@ -18,7 +18,7 @@ from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
 from leanloop.ml import distributed
 from leanloop.ml.device import Hardware, detect_hardware
-from leanloop.ml.models import latest_checkpoint
+from leanloop.ml.models import latest_checkpoint, require_model
 from leanloop.settings import Settings
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field
@@ -137,6 +137,13 @@ class RetrievalTrainer(CurriculumTrainer):
         self.data_path: Path | None = None
         self.reports: list[RetrievalStepReport] = []
         self._start: str | None = None
+        self._check_models()
+
+    def _check_models(self) -> None:
+        """Refuse at once an encoder that cannot load (``ml.models.model_problem``), unless
+        ``output_dir`` holds a checkpoint to continue from."""
+        if latest_checkpoint(self.output_dir) is None:
+            require_model(self.config.model_name, type(self).__name__, "model_name")
 
     output_dir = config_field("output_dir")
 
