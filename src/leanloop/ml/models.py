@@ -208,11 +208,8 @@ def model_problem(name_or_path: str | os.PathLike) -> ModelProblem | None:
         return None
     if names_local_path(text):
         first = text.partition("/")[0]
-        why = (
-            ""
-            if text.startswith(("/", ".", "~")) or "/" not in text
-            else (f"; {first}/ is a folder here, so this names a local path")
-        )
+        by_folder = "/" in text and not text.startswith(("/", ".", "~")) and Path(first).is_dir()
+        why = f"; {first}/ is a folder here, so this names a local path" if by_folder else ""
         return ModelProblem(
             f"{text!r} does not exist and is not a packaged model{why}", expected_model()
         )
