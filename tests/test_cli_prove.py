@@ -98,7 +98,10 @@ def test_without_lean_and_without_replay_one_line_says_lean_is_needed(
     [
         (["--replay", "--generator", "gpt"], ["--generator gpt", "recorded, hf:PATH"]),
         (["--replay", "--split", "val"], ["no split 'val'", "random/test"]),
-        (["--replay", "--generator", "hf:/no/such/model"], ["checkpoint /no/such/model"]),
+        (
+            ["--replay", "--generator", "hf:/no/such/model"],
+            ["HFProver, field 'ckpt_path': '/no/such/model' does not exist"],
+        ),
         (["--replay", "--config", "missing.yaml"], ["missing.yaml", "does not exist"]),
         ([], ["choose what proposes tactics"]),
     ],
