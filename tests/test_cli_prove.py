@@ -98,7 +98,10 @@ def test_without_lean_and_without_replay_one_line_says_lean_is_needed(
     [
         (["--replay", "--generator", "gpt"], ["--generator gpt", "recorded, hf:PATH"]),
         (["--replay", "--split", "val"], ["no split 'val'", "random/test"]),
-        (["--replay", "--generator", "hf:/no/such/model"], ["checkpoint /no/such/model"]),
+        (
+            ["--replay", "--generator", "hf:/no/such/model"],
+            ["HFProver, field 'ckpt_path': '/no/such/model' does not exist"],
+        ),
         (["--replay", "--config", "missing.yaml"], ["missing.yaml", "does not exist"]),
         ([], ["choose what proposes tactics"]),
     ],
@@ -126,6 +129,28 @@ def test_an_external_model_without_its_key_is_refused(capsys, sample_dir, tmp_pa
         str(tmp_path / "k.db"),
     )
     assert_one_line_error(code, err, "$LEANLOOP_TEST_KEY is not set")
+
+
+def test_an_external_hub_model_reads_hf_token_as_the_external_prover_does(
+    capsys, sample_dir, tmp_path, monkeypatch
+):
+    """``--generator external:OWNER/MODEL`` without ``--base-url`` goes to Hugging Face's router
+    with ``HF_TOKEN`` (LeanDojo-v2's default provider), as ``ExternalProver`` does, without
+    ``--api-key-env HF_TOKEN``; a plain name keeps ``OPENAI_API_KEY``."""
+    from leanloop.cli.prove_cmd import _prover
+    from leanloop.prover.config import ProverConfig
+    from leanloop.prover.external import HF_ROUTER_URL
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    argv = ["prove", "--dataset", str(sample_dir), "--replay", "--db", str(tmp_path / "h.db")]
+    code, _, err = run_cli(capsys, *argv, "--generator", "external:deepseek-ai/Prover:novita")
+    assert_one_line_error(code, err, "$HF_TOKEN is not set")
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    hub = _prover("external:deepseek-ai/Prover:novita", None, ProverConfig(), None, "auto")
+    assert (hub.base_url, hub.api_key_env) == (HF_ROUTER_URL, "HF_TOKEN")
+    code, _, err = run_cli(capsys, *argv, "--generator", "external:gpt-4o-mini")
+    assert_one_line_error(code, err, "$OPENAI_API_KEY is not set")
 
 
 def test_a_split_name_alone_proves_one_schemes_split(capsys, sample_dir, tmp_path):

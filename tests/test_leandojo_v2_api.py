@@ -21,6 +21,7 @@ from leanloop.errors import LeanloopError
 from leanloop.lean.server import TheoremSource
 from leanloop.ml.generation import GeneratedTactic
 from leanloop.prover.replay import ReplayServer
+from leanloop.retrieval.encoder import LEANDOJO_RETRIEVER
 from tests.serve_support import live_server
 from tests.test_search_repl import Judged, Recorded, script
 from tests.tiny_causal import shared_tiny_model
@@ -220,9 +221,14 @@ def test_agents_take_leandojo_v2_s_positional_forms(sample_dir, v2, tmp_path, mo
     v2_agent = V2HFAgent(trainer, str(v2 / "dynamic_database.json"), None, ProverConfig())
     assert isinstance(v2_agent.database, DynamicDatabase)
     assert len(v2_agent.database.get_repositories()) == 2
-    lean_agent = V2LeanAgent(
-        str(v2 / "dynamic_database.json"), v2 / "ldv2_both.yaml", v2 / "ldv2_prover.yaml"
-    )
+    forms = (str(v2 / "dynamic_database.json"), v2 / "ldv2_both.yaml", v2 / "ldv2_prover.yaml")
+    # LeanDojo-v2's retriever is a hub model: offline and not cached, refused at once
+    with pytest.raises(LeanloopError, match="RetrievalTrainer, field 'model_name': 'kaiyuy/"):
+        V2LeanAgent(*forms)
+    from leanloop.ml import models
+
+    monkeypatch.setattr(models, "_in_hub_cache", lambda name: name == LEANDOJO_RETRIEVER)
+    lean_agent = V2LeanAgent(*forms)  # as where the hub's cache holds it
     assert lean_agent.config.lambda_value == 0.1 and lean_agent.prover_config.batch_size == 12
     assert lean_agent.trainer.config is lean_agent.config
 

@@ -322,3 +322,43 @@ def test_train_steps_model_from_the_command_line(tmp_path, monkeypatch, tiny_enc
     saved = json.loads((tmp_path / "steps" / "progress_metrics.json").read_text())
     assert saved["model_name"] == str(tiny_encoder) and saved["train_rows"] > 0
     assert (tmp_path / "steps" / "config.json").is_file()
+
+
+def test_the_lean_agent_on_both_repositories_skips_the_one_without_premises(
+    tmp_path, monkeypatch, v2, tiny_encoder, caplog
+):
+    """LeanDojo-v2's export of two repositories, one whose proofs use no premise of the corpus:
+    that one has nothing to train the retriever on; it is skipped with a message and recorded as
+    skipped (its checkpoint is the model it started from), and the curriculum goes on."""
+    from lean_dojo_v2.agent.lean_agent import LeanAgent
+    from lean_dojo_v2.lean_agent.config import TrainingConfig
+
+    monkeypatch.chdir(tmp_path)
+    agent = LeanAgent(
+        training_config=TrainingConfig(
+            model_name=str(tiny_encoder),
+            precision="32-true",
+            max_steps=2,
+            batch_size=4,
+            max_seq_len=64,
+            fisher_max_samples=8,
+            num_workers=0,
+            enable_progress_bar=False,
+        )
+    )
+    agent.setup_dataset(v2 / "export_merged_data")
+    with caplog.at_level(logging.WARNING):
+        checkpoints = agent.train()
+
+    repositories = agent.database.get_repositories()
+    assert len(repositories) == 2 and len(checkpoints) == 2
+    reports = {report.url: report for report in agent.trainer.reports}
+    skipped = [report for report in reports.values() if report.skipped]
+    trained = [report for report in reports.values() if not report.skipped]
+    assert len(skipped) == 1 and len(trained) == 1
+    assert skipped[0].train_steps == 0 and skipped[0].optimizer_steps == 0
+    assert "uses a premise of the corpus" in skipped[0].skipped
+    assert trained[0].train_steps > 0 and trained[0].optimizer_steps > 0
+    assert all(checkpoint.is_dir() for checkpoint in checkpoints)
+    said = [r.getMessage() for r in caplog.records if "nothing to train" in r.getMessage()]
+    assert len(said) == 1 and skipped[0].repository in said[0]

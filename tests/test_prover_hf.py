@@ -171,7 +171,9 @@ def test_a_lora_adapter_checkpoint(adapter, trained, few):
     assert result.expansions >= 1 and result.model_seconds > 0
     with pytest.raises(LeanloopError, match="holds no LoRA adapter"):
         HFProver(trained, use_lora=True)
-    with pytest.raises(LeanloopError, match="no such directory"):
+    with pytest.raises(
+        LeanloopError, match="HFProver, field 'ckpt_path': '/no/such/checkpoint' does"
+    ):
         HFProver("/no/such/checkpoint")
 
 

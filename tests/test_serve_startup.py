@@ -75,11 +75,17 @@ def test_a_packaged_model_whose_package_is_missing_says_how_to_install_it(monkey
 
 
 def test_a_hub_name_needs_the_cache_only_when_the_hub_is_off(monkeypatch, tmp_path):
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    from leanloop.ml import models
+
+    monkeypatch.setattr(models, "_in_hub_cache", lambda name: False)
+    asked: list[str] = []
+    monkeypatch.setattr(models, "_ask_hub", lambda name: asked.append(name))  # the hub has it
+    monkeypatch.setattr(models, "_HUB_ANSWERS", {})
     config = config_of(hf("someone/some-prover"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    check_sources(config)  # fetched when first loaded
+    check_sources(config)  # the hub has it: fetched when first loaded
+    check_sources(config)
+    assert asked == ["someone/some-prover"]  # asked once per process
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(DataFormatError) as caught:
         check_sources(config)
@@ -87,6 +93,26 @@ def test_a_hub_name_needs_the_cache_only_when_the_hub_is_off(monkeypatch, tmp_pa
         "'someone/some-prover' is no local path, no packaged model, and not in the Hugging Face "
         "cache; the hub is off (HF_HUB_OFFLINE=1)"
     ) in str(caught.value)
+
+
+def test_a_path_under_a_folder_that_is_here_is_local_and_never_asked_of_the_hub(
+    monkeypatch, tmp_path
+):
+    """``out/does-not-exist`` reads like a hub name, but ``out/`` is a folder here: it is a
+    missing checkpoint, refused at start whether or not the hub is on."""
+    from leanloop.ml import models
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    monkeypatch.setattr(models, "_ask_hub", lambda name: pytest.fail(f"asked the hub for {name}"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with pytest.raises(DataFormatError) as caught:
+        check_sources(config_of(hf("out/does-not-exist", "gen")), "serve.yaml")
+    assert str(caught.value).startswith(
+        "serve.yaml, field 'models[gen].model': 'out/does-not-exist' does not exist and is not a "
+        "packaged model; out/ is a folder here, so this names a local path ("
+    )
+    assert "\n" not in str(caught.value)
 
 
 def test_the_lifespan_fails_the_start_with_the_one_line(tmp_path):

@@ -221,7 +221,7 @@ def test_bad_arguments_fail_before_the_model_loads(tmp_path):
         GRPOTrainer(missing, format_reward, output_dir=tmp_path, num_generations=1)
     with pytest.raises(LeanloopError, match="2 weights for 1 reward functions"):
         GRPOTrainer(missing, format_reward, output_dir=tmp_path, reward_weights=[1.0, 2.0])
-    with pytest.raises(LeanloopError, match="unknown model"):
+    with pytest.raises(LeanloopError, match="GRPOTrainer, field 'model_name': 'no-such-org/"):
         GRPOTrainer(missing, format_reward, output_dir=tmp_path)
 
 

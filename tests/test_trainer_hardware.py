@@ -18,6 +18,7 @@ from leanloop.trainer.retrieval_config import TrainingConfig
 
 CPU = Hardware("cpu", bf16=False, gradient_checkpointing=False)
 CUDA = Hardware("cuda", bf16=True, gradient_checkpointing=True)
+PACKAGED = "all-minilm-l6-v2"  # a model that loads here (the constructor checks it)
 
 
 def lightning_trainer(tmp_path, hardware, **settings):
@@ -106,13 +107,13 @@ def progress_rows(tmp_path):
 def test_progress_trainer_arguments_follow_the_hardware(progress_rows, tmp_path):
     from transformers import TrainingArguments
 
-    cpu = ProgressTrainer(progress_rows, output_dir=tmp_path / "out", hardware=CPU)
+    cpu = ProgressTrainer(progress_rows, PACKAGED, output_dir=tmp_path / "out", hardware=CPU)
     args = TrainingArguments(**cpu.training_arguments(tmp_path / "work", steps_per_epoch=8))
     assert args.device.type == "cpu" and args.bf16 is False
     assert args.load_best_model_at_end and args.metric_for_best_model == "mse"
     assert args.greater_is_better is False and args.logging_steps == 2
     assert args.learning_rate == 1e-5
-    gpu = ProgressTrainer(progress_rows, output_dir=tmp_path / "out", hardware=CUDA)
+    gpu = ProgressTrainer(progress_rows, PACKAGED, output_dir=tmp_path / "out", hardware=CUDA)
     values = gpu.training_arguments(tmp_path / "work", steps_per_epoch=8)
     assert values["bf16"] is True and values["use_cpu"] is False
     # transformers itself refuses these where no GPU has bf16: they are what a GPU run gets

@@ -12,6 +12,7 @@ from leanloop.database import DynamicDatabase
 from leanloop.errors import DataFormatError, LeanloopError
 from leanloop.ml.progress import MODEL_ENV, ProgressScorer, progress_text
 from leanloop.trainer.progress import METRICS_FILE, ProgressTrainer
+from leanloop.trainer.progress_config import ProgressTrainerConfig
 from leanloop.trainer.progress_data import (
     ProgressRow,
     build_progress_dataset,
@@ -218,7 +219,7 @@ def test_bad_arguments_are_clear_errors(tmp_path, rows_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     with pytest.raises(LeanloopError, match="is empty"):
-        ProgressTrainer(empty, output_dir=tmp_path / "o").train()
+        ProgressTrainer(empty, "all-minilm-l6-v2", output_dir=tmp_path / "o").train()
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"goal": "g", "tactic": "t", "steps_remaining": -1}\n')
     with pytest.raises(DataFormatError, match="steps_remaining"):
@@ -240,16 +241,17 @@ def test_bad_arguments_are_clear_errors(tmp_path, rows_path):
         read_progress_rows(bad)
 
 
-def test_unreachable_model_names_the_offline_encoder(tmp_path, rows_path, monkeypatch):
+def test_a_model_that_cannot_load_is_refused_by_the_constructor(tmp_path, rows_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    trainer = ProgressTrainer(rows_path, output_dir=tmp_path / "o")  # bert-base-uncased
-    with pytest.raises(LeanloopError) as info:
-        trainer.train()
-    message = str(info.value)
-    assert "neither a local path nor in the Hugging Face cache" in message
-    assert "hub is unreachable" in message and "all-minilm-l6-v2" in message
-    with pytest.raises(LeanloopError, match="does not exist"):
-        ProgressTrainer(rows_path, model_name=str(tmp_path / "no" / "model")).train()
+    with pytest.raises(DataFormatError) as info:
+        ProgressTrainer(rows_path, output_dir=tmp_path / "o")  # bert-base-uncased, not cached
+    assert info.value.message == (
+        "ProgressTrainer, field 'model_name': 'bert-base-uncased' is no local path, no packaged "
+        "model, and not in the Hugging Face cache; the hub is off (HF_HUB_OFFLINE=1)"
+    )
+    assert "all-minilm-l6-v2" in str(info.value.hint)
+    with pytest.raises(DataFormatError, match=r"'model_name': '.*' does not exist"):
+        ProgressTrainer(rows_path, model_name=str(tmp_path / "no" / "model"))
 
 
 def test_from_database_refuses_an_empty_database(tmp_path):
@@ -417,10 +419,13 @@ def test_training_is_reproducible_whatever_ran_before(two_repo_db, encoder, tmp_
 
 def test_from_config_file(tmp_path, rows_path):
     path = tmp_path / "progress.yaml"
-    path.write_text(f"data_path: {rows_path}\nbatch_size: 4\nepochs: 2\n")
+    path.write_text(
+        f"data_path: {rows_path}\nbatch_size: 4\nepochs: 2\nmodel_name: all-minilm-l6-v2\n"
+    )
     trainer = ProgressTrainer.from_config(path, output_dir=tmp_path / "o")
     assert (trainer.batch_size, trainer.epochs, trainer.output_dir) == (4, 2.0, tmp_path / "o")
-    assert trainer.data_path == rows_path and trainer.model_name == "bert-base-uncased"
+    assert trainer.data_path == rows_path and trainer.model_name == "all-minilm-l6-v2"
+    assert ProgressTrainerConfig(data_path=rows_path).model_name == "bert-base-uncased"
     assert ProgressTrainer.from_config(trainer.config).config == trainer.config
     path.write_text(f"data_path: {rows_path}\nlearning_rate: 0\n")
     with pytest.raises(LeanloopError, match=r"progress\.yaml, line \d+, field 'learning_rate'"):

@@ -363,9 +363,8 @@ def test_user_errors(tmp_path, sample_dir, encoder):
         trainer.evaluate(tmp_path / "data")
     with pytest.raises(LeanloopError, match=r"no random/dev\.json|unknown split"):
         trainer.evaluate(tmp_path / "data", split="dev")
-    offline = RetrievalTrainer(TrainingConfig(model_name="bert-base-uncased", output_dir=tmp_path))
-    with pytest.raises(LeanloopError, match="all-minilm-l6-v2"):
-        offline.train([REPO_A], db, tmp_path / "data")
+    with pytest.raises(LeanloopError, match="all-minilm-l6-v2"):  # refused before training
+        RetrievalTrainer(TrainingConfig(model_name="bert-base-uncased", output_dir=tmp_path))
 
 
 def test_no_training_examples_is_a_clear_error(tmp_path, sample_dir, encoder):
@@ -375,6 +374,39 @@ def test_no_training_examples_is_a_clear_error(tmp_path, sample_dir, encoder):
     trainer = RetrievalTrainer(tiny_config(encoder, tmp_path / "out"))
     with pytest.raises(LeanloopError, match="no training examples"):
         trainer.train([REPO_A], db, tmp_path / "data")
+
+
+def test_a_repository_with_nothing_to_train_on_is_skipped_and_the_curriculum_goes_on(
+    tmp_path, sample_dir, encoder, caplog
+):
+    theorems = sample_theorems(sample_dir)
+    untraced = [t for t in theorems if not t.traced_tactics][:20]
+    db = DynamicDatabase(tmp_path / "db.sqlite")
+    db.add_repository(REPO_A, [moved(t, url=REPO_A.url, commit=REPO_A.commit) for t in untraced])
+    db.add_repository(
+        REPO_B, [moved(t, url=REPO_B.url, commit=REPO_B.commit) for t in theorems[:60]]
+    )
+    out = tmp_path / "out"
+    trainer = RetrievalTrainer(tiny_config(encoder, out, max_epochs=1, max_steps=2))
+    with caplog.at_level("WARNING", logger="leanloop.trainer.retrieval"):
+        first, second = trainer.train([REPO_A, REPO_B], db, tmp_path / "data")
+
+    skipped, trained = trainer.reports
+    assert skipped.skipped is not None and "uses a premise of the corpus" in skipped.skipped
+    assert (skipped.train_steps, skipped.optimizer_steps, skipped.fisher_samples) == (0, 0, 0)
+    assert trained.skipped is None and trained.train_steps > 0 and trained.optimizer_steps == 2
+    assert trained.started_from == str(first)  # the curriculum went on from the skipped step
+    (said,) = [r.getMessage() for r in caplog.records if "nothing to train on" in r.getMessage()]
+    assert said.startswith(f"repository {REPO_A}: nothing to train on (no tactic step in ")
+    # recorded: the skipped checkpoint holds the start model and its report says why
+    untrained = PremiseRetriever.load(encoder).state_dict()
+    kept = PremiseRetriever.load(first).state_dict()
+    assert all(torch.equal(untrained[name], value) for name, value in kept.items())
+    saved = json.loads((first / "metrics.json").read_text())
+    assert saved["skipped"] == skipped.skipped
+    record = json.loads((out / "curriculum.json").read_text())
+    assert [e["url"] for e in record["finished"]] == [REPO_A.url, REPO_B.url]
+    assert latest_checkpoint(out) == second
 
 
 def test_hard_negatives_and_naming_examples_in_training(tmp_path, sample_dir, encoder):

@@ -358,13 +358,15 @@ def test_no_training_examples(tiny_dir, sample_dir, tmp_path):
 
 
 def test_unknown_model_names_the_offline_models(tmp_path):
-    with pytest.raises(LeanloopError, match="unknown model 'no-such-org/no-such-model'") as info:
+    with pytest.raises(
+        LeanloopError, match="SFTTrainer, field 'model_name': 'no-such-org/no-such-model' is no "
+    ) as info:
         SFTTrainer("no-such-org/no-such-model", output_dir=tmp_path)
     message = str(info.value)
     assert "HF_HUB_OFFLINE" in message
     for name in ("smollm2-135m-instruct", "tinycoder", "all-minilm-l6-v2"):
         assert name in message
-    with pytest.raises(LeanloopError, match=r"model path .* does not exist"):
+    with pytest.raises(LeanloopError, match=r"'model_name': '.*' does not exist"):
         SFTTrainer(str(tmp_path / "missing" / "model"), output_dir=tmp_path)
     with pytest.raises(LeanloopError, match="holds no model"):
         SFTTrainer(str(tmp_path), output_dir=tmp_path / "out")

@@ -192,10 +192,12 @@ def prove(
         None, "--base-url", metavar="URL", help="The endpoint of external:MODEL (.../v1)."
     ),
     api_key_env: str = typer.Option(
-        "OPENAI_API_KEY",
+        "auto",
         "--api-key-env",
         metavar="NAME",
-        help="The variable holding the endpoint's API key ('none': send no key).",
+        help="The variable holding the endpoint's API key ('auto': HF_TOKEN for Hugging "
+        "Face's router, where a hub name goes without --base-url, else OPENAI_API_KEY; "
+        "'none': send no key).",
     ),
     address: str | None = typer.Option(
         None, "--address", metavar="ray://HOST:PORT", help="Run the workers on this Ray cluster."

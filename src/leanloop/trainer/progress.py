@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from leanloop.errors import LeanloopError
 from leanloop.ml.device import Hardware, detect_hardware
+from leanloop.ml.models import require_model
 from leanloop.ml.progress import MAX_LENGTH_KEY, MEAN_KEY, STD_KEY, progress_text
 from leanloop.trainer.config import config_field, trainer_arguments
 from leanloop.trainer.progress_config import ProgressTrainerConfig
@@ -96,6 +97,7 @@ class ProgressTrainer:
                 hint="write one with build_progress_dataset(database, path) or "
                 "ProgressTrainer.from_database",
             )
+        require_model(self.model_name, type(self).__name__, "model_name")
         self.callbacks = list(callbacks)
         self.hardware = hardware
         self.metrics: dict[str, Any] = {}

@@ -3,7 +3,6 @@ consolidation, as its ``TrainingConfig`` says, and reports each repository's tra
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import shutil
@@ -14,16 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from leanloop.atomic import replace_directory
 from leanloop.data.records import Repository
 from leanloop.errors import LeanloopError
 from leanloop.ml import distributed
 from leanloop.ml.device import Hardware, detect_hardware
-from leanloop.ml.models import latest_checkpoint
+from leanloop.ml.models import latest_checkpoint, require_model
 from leanloop.settings import Settings
 from leanloop.trainer.base import CurriculumStep, CurriculumTrainer
 from leanloop.trainer.config import config_field
 from leanloop.trainer.retrieval_config import TrainingConfig
-from leanloop.trainer.retrieval_lines import training_lines
+from leanloop.trainer.retrieval_lines import read_metrics_log, training_lines
 from leanloop.trainer.retrieval_resume import (
     REPORT_FILE,
     finished_report,
@@ -74,6 +74,11 @@ class RetrievalStepReport(BaseModel):
         default=None, description="Passes over the training examples (a fraction when cut short)."
     )
     seconds: float | None = Field(default=None, description="Time spent training.")
+    skipped: str | None = Field(
+        default=None,
+        description="Why the repository was skipped untrained (its checkpoint is the model it "
+        "started from), e.g. no tactic step of the export uses a premise; None: trained.",
+    )
 
 
 def _ddp(config):
@@ -137,6 +142,14 @@ class RetrievalTrainer(CurriculumTrainer):
         self.data_path: Path | None = None
         self.reports: list[RetrievalStepReport] = []
         self._start: str | None = None
+        self._run = (0, 0)
+        self._check_models()
+
+    def _check_models(self) -> None:
+        """Refuse at once an encoder that cannot load (``ml.models.model_problem``), unless
+        ``output_dir`` holds a checkpoint to continue from."""
+        if latest_checkpoint(self.output_dir) is None:
+            require_model(self.config.model_name, type(self).__name__, "model_name")
 
     output_dir = config_field("output_dir")
 
@@ -180,6 +193,7 @@ class RetrievalTrainer(CurriculumTrainer):
         self._start = str(model_checkpoint_path or previous or self.config.model_name)
         self.data_path = Path(data_path) if data_path is not None else self.output_dir / "data"
         self._join_processes()
+        self._run = (len(self.reports), len(repos))  # where this run's reports start; its size
         return super().train(repos, database, self.data_path, after_step=after_step)
 
     def _join_processes(self) -> None:
@@ -375,11 +389,15 @@ class RetrievalTrainer(CurriculumTrainer):
         model = self.load_model(self._start)
         data = self.data_module(step.dataset_dir, model)
         if not data.train_steps:
-            raise LeanloopError(
-                f"no training examples in {step.dataset_dir}/{config.split_scheme}/train.json: "
-                "no tactic step uses a premise of the corpus",
-                hint="add repositories with traced tactics that use premises",
-            )
+            first, count = self._run
+            if step.index == count - 1 and all(r.skipped for r in self.reports[first:]):
+                raise LeanloopError(
+                    f"no training examples in {step.dataset_dir}/{config.split_scheme}/"
+                    "train.json: no tactic step uses a premise of the corpus",
+                    hint="add repositories with traced tactics that use premises",
+                )
+            self._skip_untrainable(step, model, data)
+            return
         work_dir = step.checkpoint_dir.with_name(f".{step.checkpoint_dir.name}.work")
         resume = resume_checkpoint(work_dir)  # every process reads the same directory
         processes = distributed.current()
@@ -434,6 +452,48 @@ class RetrievalTrainer(CurriculumTrainer):
         self.model = model  # the last repository's retriever, as this process trained it
         self._start = str(step.checkpoint_dir)
 
+    def _skip_untrainable(self, step: CurriculumStep, model, data) -> None:
+        """A repository whose merged export has no training example (no tactic step uses a
+        premise of the corpus): said in one warning and recorded as skipped; its checkpoint is
+        the model it started from, so the curriculum goes on from there (when no repository of
+        the run has any, ``train_step`` fails instead: there is nothing to train at all)."""
+        reason = (
+            f"no tactic step in {step.dataset_dir}/{self.config.split_scheme}/train.json uses "
+            "a premise of the corpus"
+        )
+        log.warning("repository %s: nothing to train on (%s): skipped", step.repository, reason)
+        report = RetrievalStepReport(
+            repository=str(step.repository),
+            url=step.repository.url,
+            commit=step.repository.commit,
+            started_from=str(self._start),
+            train_steps=0,
+            naming_examples=len(data.naming),
+            val_steps=len(data.val_steps),
+            corpus_premises=len(data.corpus),
+            best_checkpoint_score=None,
+            fisher_samples=0,
+            ewc_repositories=model.ewc.repositories,
+            ewc_covers=list(model.ewc.covered),
+            optimizer_steps=0,
+            epochs=0.0,
+            seconds=0.0,
+            skipped=reason,
+        )
+        processes = distributed.current()
+        if processes.is_main:
+            from leanloop.retrieval.model import CHECKPOINT_FILE
+
+            with replace_directory(
+                step.checkpoint_dir, may_replace=lambda p: (p / CHECKPOINT_FILE).is_file()
+            ) as staging:
+                model.save_retriever(staging)
+                (staging / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n")
+        processes.barrier()
+        self.reports.append(report)
+        self.model = model
+        self._start = str(step.checkpoint_dir)
+
     def finished(self, step: CurriculumStep) -> RetrievalStepReport | None:
         """The report of ``step``'s repository when an earlier run in ``output_dir`` finished
         it (its checkpoint is complete), else None. The one place that decides which
@@ -452,7 +512,6 @@ class RetrievalTrainer(CurriculumTrainer):
     def _save(self, step, model, final: Path, work_dir: Path, report, checkpoint_file) -> None:
         """Write the repository's checkpoint directory (replaced whole) from the Lightning
         checkpoint ``final``, with the logs, curves and report; then drop the work directory."""
-        from leanloop.atomic import replace_directory
         from leanloop.trainer.plots import plot_curves
 
         with replace_directory(
@@ -462,7 +521,7 @@ class RetrievalTrainer(CurriculumTrainer):
             log_file = work_dir / "logs" / "metrics.csv"
             if log_file.is_file():
                 shutil.copy(log_file, staging / "metrics.csv")
-            history = _read_csv_log(log_file)
+            history = read_metrics_log(log_file)
             plot_curves(history, staging / "training_curves.png", title=str(step.repository))
             (staging / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n")
         shutil.rmtree(work_dir, ignore_errors=True)
@@ -581,22 +640,3 @@ def _score_of(trainer) -> float | None:
     callback = _best_callback(trainer)
     score = getattr(callback, "best_model_score", None) if callback is not None else None
     return None if score is None else float(score)
-
-
-def _read_csv_log(path: Path) -> list[dict[str, float]]:
-    """Rows of a Lightning ``metrics.csv`` as dicts holding only the values they have."""
-    if not path.is_file():
-        return []
-    rows = []
-    with path.open(newline="") as handle:
-        for row in csv.DictReader(handle):
-            entry: dict[str, float] = {}
-            for key, value in row.items():
-                if value not in (None, ""):
-                    try:
-                        entry[key] = float(value)
-                    except ValueError:
-                        continue
-            if "step" in entry:
-                rows.append(entry)
-    return rows

@@ -65,8 +65,11 @@ def evaluate_retriever_by_repository(
     batch_size: int = 32,
 ) -> list[RetrievalMetrics]:
     """``evaluate_retriever`` on the steps of each repository's theorems in turn (the pool
-    indexed once); a repository without a step using a premise gets metrics over 0 steps."""
+    indexed once); a repository without a step using a premise gets metrics over 0 steps (all
+    of them when no step of the split uses one: nothing is indexed then)."""
     steps, pool = evaluation_data(dataset, scheme, split)
+    if not steps:
+        return [RetrievalMetrics(0, 0, 0, 0).among(pool.source, pool.size) for _ in repositories]
     index = _index(retriever, pool, dataset, batch_size)
     results = []
     for repository in repositories:

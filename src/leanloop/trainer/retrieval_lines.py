@@ -1,10 +1,13 @@
 """The retriever trainer's progress lines: a Lightning callback that says how training goes, one
-line at a time, when Lightning's progress bar is off."""
+line at a time, when Lightning's progress bar is off; and the lines Lightning's CSV logger wrote,
+read back for the training curves."""
 
 from __future__ import annotations
 
+import csv
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from leanloop.words import percent, plural
 
@@ -80,3 +83,22 @@ def training_lines(
             return f"epoch {trainer.current_epoch + 1}, step {trainer.global_step}{self._loss()}"
 
     return TrainingLines()
+
+
+def read_metrics_log(path: Path) -> list[dict[str, float]]:
+    """Rows of a Lightning ``metrics.csv`` as dicts holding only the values they have."""
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle):
+            entry: dict[str, float] = {}
+            for key, value in row.items():
+                if value not in (None, ""):
+                    try:
+                        entry[key] = float(value)
+                    except ValueError:
+                        continue
+            if "step" in entry:
+                rows.append(entry)
+    return rows
