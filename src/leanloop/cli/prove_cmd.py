@@ -601,6 +601,8 @@ def _summary(report, skipped: int, out) -> None:
     if report.axioms_used:
         used = ", ".join(f"{name} ({count})" for name, count in report.axioms_used.items())
         out.print(f"axioms the proofs depend on (Lean's audit): {used}", highlight=False)
+    for line in report.why_not():  # why the theorems without a proof have none
+        out.print(f"without a proof: {escape(line)}", highlight=False)
     if skipped:
         out.print(
             f"{skipped} attempts were already finished in this run (not run again)",
