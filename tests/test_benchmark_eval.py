@@ -765,8 +765,8 @@ def test_prove_benchmark_command_offline(recorded, tmp_path, capsys):
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     assert len(lines) == len(rows)  # stdout holds the problems' lines only
-    keys = {"name", "id", "split", "status", "reason", "samples", "verified", "proof"}
-    assert set(lines[0]) == keys
+    keys = {"name", "id", "split", "status", "reason", "samples", "verified", "proof", "verdict"}
+    assert set(lines[0]) == keys and {line["verdict"] for line in lines} == {"recorded"}
     expected = sum(_lean_accepted(row) for row in rows.values())
     assert sum(line["status"] == "verified" for line in lines) == expected
     assert all(line["proof"] for line in lines if line["status"] == "verified")

@@ -197,6 +197,7 @@ def test_every_problem_of_an_offline_run_says_why_it_has_no_proof(fixtures, tmp_
     assert code == 0, err
     lines = [json.loads(line) for line in out.splitlines()]
     assert len(lines) == 3 and {line["status"] for line in lines} == {"error"}
+    assert {line["verdict"] for line in lines} == {"recorded"}
     assert all("no verdict is recorded for this code" in line["reason"] for line in lines)
     assert "0 of 3 problems accepted by recorded verdicts" in err
     assert "without a proof: 3 error: no verdict is recorded for this code" in err

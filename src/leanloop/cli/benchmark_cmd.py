@@ -123,6 +123,8 @@ def _run_whole(
         nonlocal total
         total = count  # the samples an earlier call of the run made are not made again
 
+    recorded = getattr(verifier, "source", "lean") == "recorded"
+    accepted = "accepted by recorded verdicts" if recorded else "verified"
     started = time.perf_counter()
     out = err_console if request.json_lines else console
     with (
@@ -133,7 +135,7 @@ def _run_whole(
         def note() -> str:
             rate = done / max(time.perf_counter() - started, 1e-9)
             return (
-                f"({problems_done}/{len(problems)} problems, {verified} samples verified, "
+                f"({problems_done}/{len(problems)} problems, {verified} samples {accepted}, "
                 f"{rate:.1f} samples/s)"
             )
 
@@ -150,7 +152,8 @@ def _run_whole(
             problems_done += 1
             update(done, total, note())
             if request.json_lines:
-                typer.echo(_problem_line(result, errors.get(result.problem.id, []), missing))
+                line = _problem_line(result, errors.get(result.problem.id, []), missing)
+                typer.echo(orjson.dumps({**line, "verdict": verifier.source}).decode())
 
         try:
             run = run_benchmark(
@@ -185,7 +188,7 @@ def _run_whole(
     err_console.print(f"report: {written[1]} ({written[0].name}, {names})", highlight=False)
 
 
-def _problem_line(result, errors: list, missing=None) -> str:
+def _problem_line(result, errors: list, missing=None) -> dict:
     """A problem's line of ``--json``: its status (``verified``, ``failed``, ``error``,
     ``unsampled``) and why, its samples and its first verified proof."""
     from leanloop.prover.run_report import theorem_row
@@ -199,18 +202,16 @@ def _problem_line(result, errors: list, missing=None) -> str:
         unsampled=why or "the generator gave no sample for it",
     )
     status = result.status if result.attempts or not errors else "error"
-    return orjson.dumps(
-        {
-            "name": result.problem.name,
-            "id": result.problem.id,
-            "split": result.problem.split,
-            "status": status,
-            "reason": row.reason,
-            "samples": result.samples,
-            "verified": result.verified,
-            "proof": first.proof[0] if first is not None and first.proof else None,
-        }
-    ).decode()
+    return {
+        "name": result.problem.name,
+        "id": result.problem.id,
+        "split": result.problem.split,
+        "status": status,
+        "reason": row.reason,
+        "samples": result.samples,
+        "verified": result.verified,
+        "proof": first.proof[0] if first is not None and first.proof else None,
+    }
 
 
 def _sampler(request, config: BenchmarkConfig):
