@@ -84,7 +84,7 @@ def test_evaluation_report_figure():
         "replay", [attempt(0, AttemptStatus.REPLAYED, "replay")]
     ).figure()
     assert one.get_suptitle() == (
-        "replay: 1 of 1 theorem found again (replay) (replay: no Lean, not proving)"
+        "replay: 1 of 1 theorem found again (replay) (no Lean, not proving)"
     )
     assert one.axes[1].get_ylabel() == "replayed@k (%)"
 

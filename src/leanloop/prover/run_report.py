@@ -38,7 +38,7 @@ Environment = Literal["lean", "replay", "recorded", "mixed", "unknown"]
 VERDICTS: dict[str, str] = {
     "lean": "verified now by Lean",
     "recorded": "recorded verdicts",
-    "replay": "replay of recorded steps (no Lean)",
+    "replay": "replay of recorded steps, no Lean",
     "mixed": "mixed (some verified now, some recorded or replayed)",
     "unknown": "unknown (attempts stored before leanloop recorded where they ran)",
 }

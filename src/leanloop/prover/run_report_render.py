@@ -69,12 +69,13 @@ def markdown(report: RunReport, extra: list[tuple[str, list[str]]] | None = None
     theorems by source and file, attempts and times, each theorem's status and why, notes.
     ``extra`` adds columns to the theorem table (a header and one cell per row)."""
     title = f"{report.target}: run {report.run}" if report.target else f"run {report.run}"
-    audited = "axioms audited" if report.axioms_audited else "axioms not audited"
+    audited = "; axioms audited" if report.axioms_audited else "; axioms not audited"
+    audited = "" if report.environment == "replay" else audited
     lines = [
         f"# {title}",
         "",
         f"- Generator: {report.generator or 'unknown'}; checker: {report.checker or 'unknown'} "
-        f"({report.verdicts}; {audited})",
+        f"({report.verdicts}{audited})",
         f"- Attempts per {report.unit}: {report.samples}"
         + (" (stopping at the first proof)" if report.stop_at_first else ""),
         f"- {plural_of(report.unit).capitalize()} {report.found_word}: "
@@ -149,7 +150,7 @@ def figure(report: RunReport, outcomes: dict[str, int] | None = None, title: str
     found = count_of(sum(r.proved for r in report.rows), len(report.rows), report.unit)
     caveat = {
         "recorded": " (not checked now, axioms not audited)",
-        "replay": " (replay: no Lean, not proving)",
+        "replay": " (no Lean, not proving)",
     }.get(report.environment, "")
     fig.suptitle(title or f"{report.run}: {found} {report.found_word}{caveat}")
     fig.tight_layout()
@@ -221,7 +222,8 @@ def _time_panel(axes, report: RunReport) -> None:
     rest = [max(r.seconds - r.model_seconds - r.lean_seconds, 0.0) for r in rows]
     axes.bar(positions, model, label="generation")
     if any(lean) or report.environment != "recorded":
-        axes.bar(positions, lean, bottom=model, label="Lean")
+        checker = "replay server" if report.environment == "replay" else "Lean"
+        axes.bar(positions, lean, bottom=model, label=checker)
     if any(rest):
         below = [m + v for m, v in zip(model, lean, strict=True)]
         axes.bar(positions, rest, bottom=below, label="search, other")
