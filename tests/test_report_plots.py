@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 
 from leanloop.agent.proving import SorryReport, SorryRow
 from leanloop.data.records import AttemptStatus, ProofAttempt
-from leanloop.prover.benchmark_report import BenchmarkReport, SplitFigures, benchmark_figure
+from leanloop.prover.benchmark_report import BenchmarkReport, benchmark_figure
 from leanloop.prover.config import ProofMode
 from leanloop.prover.report import EvaluationReport
+from leanloop.prover.run_report import TheoremRow
 from leanloop.trainer.plots import curves_figure, plot_curves
 
 
@@ -55,13 +56,14 @@ def test_sorry_report_figure():
         ],
     )
     figure = report.figure()
-    outcomes_panel, times = figure.axes
+    outcomes_panel, passk, times = figure.axes
     assert outcomes_panel.get_title() == "6 theorems by outcome"
     assert (outcomes_panel.get_xlabel(), outcomes_panel.get_ylabel()) == ("outcome", "theorems")
     assert texts(outcomes_panel.texts) == ["3 of 6", "2 of 6", "1 of 6"]  # failed, written, ...
     assert [round(p.get_height()) for p in outcomes_panel.patches] == [3, 2, 1]
-    assert times.get_title() == "time per theorem" and times.get_ylabel() == "seconds"
-    assert texts(times.get_legend().get_texts()) == ["search", "file check"]
+    assert passk.get_ylabel() == "pass@k (%)" and passk.get_xlabel() == "k (attempts per theorem)"
+    assert times.get_title() == "time per theorem" and times.get_xlabel()
+    assert "search, other" in texts(times.get_legend().get_texts())
     assert figure.get_suptitle() == "sorries: 2 of 6 sorries proved by Lean and written"
     assert "2 of 6 sorries proved by Lean and written" in report.summary()
 
@@ -70,55 +72,63 @@ def test_evaluation_report_figure():
     statuses = [AttemptStatus.PROVED, AttemptStatus.FAILED, AttemptStatus.FAILED]
     report = EvaluationReport.from_attempts("eval", [attempt(i, s) for i, s in enumerate(statuses)])
     figure = report.figure()
-    times, budget = figure.axes
-    assert times.get_title() == "3 attempts by time and outcome"
-    assert (times.get_xlabel(), times.get_ylabel()) == ("seconds per attempt", "attempts")
-    assert texts(times.get_legend().get_texts()) == ["proved", "failed"]
-    assert budget.get_ylabel() == "theorems proved"
-    assert budget.get_title() == "theorems proved within a time budget (of 3 theorems)"
-    assert figure.get_suptitle() == "eval: pass@1 33.3 % on 3 theorems"
+    statuses_panel, passk, times = figure.axes
+    assert statuses_panel.get_title() == "3 theorems by status"
+    assert texts(statuses_panel.texts) == ["2 of 3", "1 of 3"]  # failed, proved
+    assert passk.get_ylabel() == "pass@k (%)"
+    assert texts(passk.get_legend().get_texts()) == ["all (1 of 3 theorems proved)"]
+    assert texts(passk.texts) == ["33.3 %"]
+    assert times.get_ylabel() == "seconds (measured in this run)"
+    assert figure.get_suptitle() == "eval: 1 of 3 theorems proved"
     one = EvaluationReport.from_attempts(
         "replay", [attempt(0, AttemptStatus.REPLAYED, "replay")]
     ).figure()
     assert one.get_suptitle() == (
-        "replay: replayed@1 100.0 % on 1 theorem (recorded proofs found, no Lean)"
+        "replay: 1 of 1 theorem found again (replay) (no Lean, not proving)"
     )
-    assert one.axes[1].get_ylabel() == "recorded proofs found"
+    assert one.axes[1].get_ylabel() == "replayed@k (%)"
 
 
 def test_benchmark_figure():
+    def row(name: str, split: str, samples: int, found: int) -> TheoremRow:
+        status = "recorded" if found else "failed"
+        return TheoremRow(
+            full_name=name,
+            split=split,
+            status=status,
+            samples=samples,
+            found=found,
+            attempts={"recorded": found, "failed": samples - found},
+        )
+
     report = BenchmarkReport(
         run="r",
         benchmark="minif2f",
         sampler="model",
         verifier="recorded",
-        verdicts="recorded verdicts",
-        axioms_audited=False,
+        environment="recorded",
         samples=4,
-        stop_at_first=False,
-        splits={
-            "valid": SplitFigures(problems=10, verified=3, pass_at={1: 0.1, 2: 0.2, 4: 0.3}),
-            "test": SplitFigures(problems=1, verified=1, pass_at={1: 0.5, 2: 0.8, 4: 1.0}),
-        },
-        sources={},
-        statuses={"verified": 4, "failed": 36},
-        generation_seconds=1.0,
-        verification_seconds=1.0,
-        wall_seconds=2.0,
-        samples_made=44,
+        unit="problem",
+        rows=[row(f"v{i}", "valid", 4, 1 if i < 3 else 0) for i in range(10)]
+        + [row("t0", "test", 4, 2)],
     )
-    (axes,) = benchmark_figure(report).axes
-    assert (axes.get_xlabel(), axes.get_ylabel()) == ("k (samples per problem)", "pass@k (%)")
-    assert axes.get_title() == "minif2f: model"
+    figure = benchmark_figure(report)
+    _, axes, _ = figure.axes
+    assert (axes.get_xlabel(), axes.get_ylabel()) == ("k (attempts per problem)", "accepted@k (%)")
+    assert axes.get_title() == "accepted@k by split: recorded verdicts"
     legend = axes.get_legend()
     assert legend.get_title().get_text() == "split"
     assert texts(legend.get_texts()) == [
-        "valid (3 of 10 problems verified)",
-        "test (1 of 1 problem verified)",
+        "valid (3 of 10 problems accepted by recorded verdicts)",
+        "test (1 of 1 problem accepted by recorded verdicts)",
+        "all (4 of 11 problems accepted by recorded verdicts)",
     ]
-    assert texts(axes.texts) == ["30.0 %", "100.0 %"]  # pass@k at the largest k
-    assert "valid: 3 of 10 problems verified; pass@1 10.0 %" in report.summary()
-    assert "- 44 samples: 4 verified, 36 failed" in report.markdown()
+    assert texts(axes.texts)[:2] == ["30.0 %", "100.0 %"]  # at the largest k
+    assert "not checked now" in figure.get_suptitle()
+    assert "valid: 3 of 10 problems accepted by recorded verdicts; accepted@1 7.5 %" in (
+        report.summary()
+    )
+    assert "- 44 attempts: 39 failed, 5 recorded" in report.markdown()
 
 
 def test_training_curves_figure(tmp_path):

@@ -9,26 +9,22 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, Field
+from typing import TYPE_CHECKING
 
 from leanloop.agent.git_branch import BranchWorkspace
-from leanloop.agent.sorry_filling import BACKUP_DIR, FillResult, FillStatus, SorryFiller
-from leanloop.atomic import write_figure_atomic, write_text_atomic
-from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
+from leanloop.agent.sorry_filling import BACKUP_DIR, FillResult, SorryFiller
+from leanloop.agent.sorry_report import SKIPPED, SorryReport, SorryRow
+from leanloop.data.records import ProofAttempt, Theorem
 from leanloop.errors import LeanloopError
 from leanloop.lean.pool import ServerPool
 from leanloop.lean.server import LeanServer
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProofMode, ProverConfig
 from leanloop.prover.run import Servers, run_proofs
-from leanloop.words import count_of, plural
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
@@ -36,206 +32,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The outcome of a theorem finished by an earlier call of the same run.
-SKIPPED = "skipped"
 #: Makes the Lean servers of a branch's worktree (the project's root there -> a server maker).
 WorktreeServers = Callable[[Path], Callable[[], LeanServer]]
-
-
-class SorryRow(BaseModel):
-    """One theorem tried: how it ended, the proof, its length and the times.
-
-    ``outcome`` is the write-back's (``written``, ``rejected``, ``refused``, ``not_found``,
-    ``changed``, ``check_failed``, ``write_failed``, ``unsafe_edit``, ``read_only``) when Lean
-    accepted a proof that was offered to the file, else the attempt's (``replayed``,
-    ``failed``, ``refused``, ``timeout``, ``budget``, ``error``), or ``skipped`` for a theorem
-    an earlier call of the run finished.
-    """
-
-    full_name: str
-    file_path: str
-    url: str
-    commit: str
-    outcome: str
-    status: AttemptStatus = Field(description="How the stored attempt ended.")
-    proof: str | None = Field(
-        default=None, description="The proof written, or found and not written."
-    )
-    proof_length: int = Field(
-        default=0,
-        description="Tactics of a search proof, non-blank lines of a whole proof; 0: none.",
-    )
-    seconds: float = Field(default=0.0, description="Time of the search (or whole-proof mode).")
-    check_seconds: float = Field(default=0.0, description="Time Lean took to check the whole file.")
-    lean_seconds: float = 0.0
-    model_seconds: float = 0.0
-    expansions: int = 0
-    detail: str | None = Field(
-        default=None, description="Why it ended so (an error, Lean's reason)."
-    )
-    git_commit: str | None = Field(default=None, description="The commit on the branch, if any.")
-    working_tree: str | None = Field(
-        default=None,
-        description="On a branch: whether your working tree's file got the proof too "
-        "('written') or was left because it differs from the branch ('left').",
-    )
-    backup: str | None = Field(
-        default=None, description="The copy of the file before it was written."
-    )
-    axioms: list[str] | None = Field(default=None, description="The axioms Lean's audit reported.")
-
-
-class SorryReport(BaseModel):
-    """Every theorem one call of :func:`prove_sorries` tried, with what it found."""
-
-    run: str
-    prover: str
-    environment: Literal["lean", "replay"] = Field(
-        description="lean: proofs checked by Lean, audited and written back; replay: recorded "
-        "steps replayed without Lean (nothing proved, nothing written)."
-    )
-    mode: ProofMode = Field(description="search (tactic by tactic) or whole (whole proofs).")
-    project_root: str | None = None
-    branch: str | None = None
-    started: datetime
-    seconds: float = 0.0
-    rows: list[SorryRow] = Field(default_factory=list)
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return dict(Counter(row.outcome for row in self.rows).most_common())
-
-    @property
-    def written(self) -> list[SorryRow]:
-        return [row for row in self.rows if row.outcome == FillStatus.WRITTEN.value]
-
-    def summary(self) -> str:
-        """One line: how many theorems and how they ended."""
-        counts = ", ".join(f"{count} {outcome}" for outcome, count in self.counts.items())
-        if self.environment == "replay":
-            found = sum(row.status is AttemptStatus.REPLAYED for row in self.rows)
-            return (
-                f"replay of recorded steps, not proving (no Lean checked anything, no file was "
-                f"written): the recorded proof was found again for "
-                f"{count_of(found, len(self.rows), 'theorem')} ({counts or 'none tried'})"
-            )
-        return (
-            f"{count_of(len(self.written), len(self.rows), 'sorry')} proved by Lean and written "
-            f"({counts or 'none tried'})"
-        )
-
-    # -- writing -------------------------------------------------------------------------------
-
-    def write(self, out_dir: str | Path) -> list[Path]:
-        """Write ``report.json``, ``report.md`` and ``report.png`` (when matplotlib is
-        installed) to ``out_dir``; returns the paths written."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        written = [out / "report.json", out / "report.md"]
-        write_text_atomic(written[0], self.model_dump_json(indent=1) + "\n")
-        write_text_atomic(written[1], self.to_markdown())
-        try:
-            written.append(self.plot(out / "report.png"))
-        except ImportError:
-            log.warning("no plot of the report: matplotlib is not installed (leanloop[train])")
-        return written
-
-    def to_markdown(self) -> str:
-        if self.environment == "replay":
-            environment = (
-                "replay of recorded steps without Lean: a proof found is the recorded one found "
-                "again, never proved, and no file is written"
-            )
-        else:
-            environment = (
-                "Lean: a proof is written only after Lean accepted the filled declaration in "
-                "its file and its axioms passed the audit"
-            )
-        lines = [
-            f"# Proving sorries: run `{self.run}`",
-            "",
-            f"- environment: {environment}",
-            f"- prover: `{self.prover}`"
-            + (" (whole-proof mode)" if self.mode is ProofMode.WHOLE else ""),
-        ]
-        if self.project_root:
-            lines.append(f"- project: `{self.project_root}`")
-        if self.branch:
-            lines.append(f"- branch: `{self.branch}`")
-        search = sum(row.seconds for row in self.rows)
-        checks = sum(row.check_seconds for row in self.rows)
-        lines += [
-            f"- started: {self.started.isoformat(timespec='seconds')}; {self.seconds:.1f} s in "
-            f"all ({search:.1f} s searching, {checks:.1f} s checking files)",
-            f"- {self.summary()}",
-            "",
-            "| theorem | file | outcome | length | search (s) | check (s) | axioms | detail |",
-            "|---|---|---|---:|---:|---:|---|---|",
-        ]
-        for row in self.rows:
-            detail = (row.detail or "").splitlines()[0][:160] if row.detail else ""
-            if row.working_tree:
-                detail = f"working tree: {row.working_tree}" + (f"; {detail}" if detail else "")
-            cells = [
-                f"`{row.full_name}`",
-                f"`{row.file_path}`",
-                row.outcome,
-                str(row.proof_length),
-                f"{row.seconds:.2f}",
-                f"{row.check_seconds:.2f}",
-                ", ".join(row.axioms) if row.axioms is not None else "",
-                detail,
-            ]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
-        proofs = [(row, row.proof) for row in self.rows if row.proof]
-        if proofs:
-            lines += ["", "## Proofs", ""]
-            for row, proof in proofs:
-                lines += [f"### `{row.full_name}` ({row.outcome})", "", "```lean", proof, "```"]
-                lines.append("")
-        return "\n".join(lines).rstrip() + "\n"
-
-    def plot(self, path: str | Path) -> Path:
-        """A PNG of :meth:`figure`."""
-        return write_figure_atomic(path, self.figure())
-
-    def figure(self):
-        """Theorems by outcome (counts on the bars) and each theorem's search and check time,
-        as a matplotlib ``Figure``."""
-        from matplotlib.figure import Figure
-
-        figure = Figure(figsize=(11, 4.2))
-        left, right = figure.subplots(1, 2)
-        counts = self.counts
-        bars = left.bar(list(counts), list(counts.values()), color="tab:blue")
-        left.bar_label(bars, labels=[count_of(n, len(self.rows)) for n in counts.values()])
-        left.set_ylim(0, max([1, *counts.values()]) * 1.2)
-        left.set_xlabel("outcome")
-        left.set_ylabel("theorems")
-        left.set_title(f"{plural(len(self.rows), 'theorem')} by outcome")
-        left.tick_params(axis="x", rotation=30)
-        rows = sorted(self.rows, key=lambda r: r.seconds + r.check_seconds)
-        positions = range(len(rows))
-        right.bar(positions, [r.seconds for r in rows], label="search")
-        right.bar(
-            positions,
-            [r.check_seconds for r in rows],
-            bottom=[r.seconds for r in rows],
-            label="file check",
-        )
-        right.set_xlabel("theorems, fastest first")
-        right.set_ylabel("seconds")
-        right.set_title("time per theorem")
-        if rows:
-            right.legend(title="time spent on")
-        if self.environment == "replay":
-            title = f"{self.run}: replay of recorded steps (no Lean, nothing written)"
-        else:
-            written = count_of(len(self.written), len(self.rows), "sorry")
-            title = f"{self.run}: {written} proved by Lean and written"
-        figure.suptitle(title)
-        figure.tight_layout()
-        return figure
 
 
 class SorryWriter:

@@ -5,7 +5,6 @@ stored as it goes, resumable, reported as a paper reports it."""
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from leanloop.cli.common import (
 from leanloop.errors import LeanloopError
 from leanloop.prover.benchmark_config import BenchmarkConfig
 from leanloop.prover.config import ProofMode
+from leanloop.prover.run_report import slug
 from leanloop.settings import Settings
 from leanloop.words import plural
 
@@ -111,16 +111,20 @@ def _run_whole(
     request, bench, problems, config, sampler, verifier, verifier_name, database, run_name
 ) -> None:
     from leanloop.cli.prove_cmd import proving_stopped
-    from leanloop.prover.benchmark_report import BenchmarkReport, write_report
+    from leanloop.prover.benchmark_report import BenchmarkReport, write_files
     from leanloop.prover.sampling import run_benchmark
 
     total = len(problems) * config.samples
     done = verified = problems_done = 0
+    errors: dict[str, list] = {}  # a problem's samples that ended in an error (retried later)
+    missing = getattr(sampler, "missing", None)  # why a recorded sampler has no sample
 
     def on_start(count: int) -> None:
         nonlocal total
         total = count  # the samples an earlier call of the run made are not made again
 
+    recorded = getattr(verifier, "source", "lean") == "recorded"
+    accepted = "accepted by recorded verdicts" if recorded else "verified"
     started = time.perf_counter()
     out = err_console if request.json_lines else console
     with (
@@ -131,7 +135,7 @@ def _run_whole(
         def note() -> str:
             rate = done / max(time.perf_counter() - started, 1e-9)
             return (
-                f"({problems_done}/{len(problems)} problems, {verified} samples verified, "
+                f"({problems_done}/{len(problems)} problems, {verified} samples {accepted}, "
                 f"{rate:.1f} samples/s)"
             )
 
@@ -139,6 +143,8 @@ def _run_whole(
             nonlocal done, verified
             done += 1
             verified += attempt.status.found_proof
+            if attempt.status.value == "error":
+                errors.setdefault(attempt.full_name, []).append(attempt)
             update(done, total, note())
 
         def on_problem(result) -> None:
@@ -146,7 +152,8 @@ def _run_whole(
             problems_done += 1
             update(done, total, note())
             if request.json_lines:
-                typer.echo(_problem_line(result))
+                line = _problem_line(result, errors.get(result.problem.id, []), missing)
+                typer.echo(orjson.dumps({**line, "verdict": verifier.source}).decode())
 
         try:
             run = run_benchmark(
@@ -164,29 +171,47 @@ def _run_whole(
             )
         finally:
             verifier.close()
-    report = BenchmarkReport.of(run, bench.name)
+    report = BenchmarkReport.of(run, bench.name, why_unsampled=missing)
     out.print(f"run {run_name}: {report.verdicts}", highlight=False)
     out.print(report.summary(), highlight=False)
     for remark in report.notes:
         out.print(f"note: {remark}", highlight=False)
-    slug = re.sub(r"[^\w.-]+", "_", run_name).strip("_") or "run"
-    directory = write_report(run, report, request.out / slug)
-    err_console.print(f"report: {directory}/report.md (.json, .png, verified.jsonl)")
+    directory = request.out / slug(run_name)
+    written = write_files(run, report, directory)
+    if written[0].name != "report.json":
+        err_console.print(
+            f"{directory}/report.md holds a report of other settings: kept, this run's is "
+            f"{written[1].name}",
+            highlight=False,
+        )
+    names = ", ".join(path.name for path in written[2:])
+    err_console.print(f"report: {written[1]} ({written[0].name}, {names})", highlight=False)
 
 
-def _problem_line(result) -> str:
+def _problem_line(result, errors: list, missing=None) -> dict:
+    """A problem's line of ``--json``: its status (``verified``, ``failed``, ``error``,
+    ``unsampled``) and why, its samples and its first verified proof."""
+    from leanloop.prover.run_report import theorem_row
+
     first = result.first_verified
-    return orjson.dumps(
-        {
-            "name": result.problem.name,
-            "id": result.problem.id,
-            "split": result.problem.split,
-            "status": result.status,
-            "samples": result.samples,
-            "verified": result.verified,
-            "proof": first.proof[0] if first is not None and first.proof else None,
-        }
-    ).decode()
+    why = missing(result.problem) if missing is not None else None
+    row = theorem_row(
+        result.problem.name,
+        [*result.attempts, *errors],
+        count_errors=False,
+        unsampled=why or "the generator gave no sample for it",
+    )
+    status = result.status if result.attempts or not errors else "error"
+    return {
+        "name": result.problem.name,
+        "id": result.problem.id,
+        "split": result.problem.split,
+        "status": status,
+        "reason": row.reason,
+        "samples": result.samples,
+        "verified": result.verified,
+        "proof": first.proof[0] if first is not None and first.proof else None,
+    }
 
 
 def _sampler(request, config: BenchmarkConfig):

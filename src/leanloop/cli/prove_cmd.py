@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -604,6 +603,8 @@ def _summary(report, skipped: int, out) -> None:
     if report.axioms_used:
         used = ", ".join(f"{name} ({count})" for name, count in report.axioms_used.items())
         out.print(f"axioms the proofs depend on (Lean's audit): {used}", highlight=False)
+    for line in report.why_not():  # why the theorems without a proof have none
+        out.print(f"without a proof: {escape(line)}", highlight=False)
     if skipped:
         out.print(
             f"{skipped} attempts were already finished in this run (not run again)",
@@ -617,11 +618,12 @@ def _summary(report, skipped: int, out) -> None:
 
 
 def _write_report(report, out: Path, run_name: str) -> None:
-    slug = re.sub(r"[^\w.-]+", "_", run_name).strip("_") or "run"
-    path = report.to_json(out / f"{slug}.json")
-    written = [str(path)]
-    try:
-        written.append(str(report.plot(out / f"{slug}.png")))
-    except ImportError:
-        err_console.print("no plot: matplotlib is not installed (leanloop[train])")
-    err_console.print(f"report: {', '.join(written)}", highlight=False)
+    from leanloop.prover.run_report import slug
+
+    # a report of another run or other settings under this name is kept (written as -2, ...)
+    written = report.write(out, stem=slug(run_name))
+    if written[0].stem != slug(run_name):
+        err_console.print(
+            f"{out / slug(run_name)}.md holds a report of other settings: kept", highlight=False
+        )
+    err_console.print(f"report: {', '.join(str(p) for p in written)}", highlight=False)

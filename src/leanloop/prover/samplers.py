@@ -51,6 +51,15 @@ class RecordedProofs:
             return []
         return [Sample(problem.formal_proof) for _ in range(n)]
 
+    def missing(self, problem: BenchmarkProblem) -> str | None:
+        """Why the problem has no sample (None: it has one)."""
+        if problem.formal_proof is None:
+            return (
+                "the benchmark file has no formal_proof for it (the recorded generator gives "
+                "only that)"
+            )
+        return None
+
 
 class RecordedSamples:
     """Answers recorded in a JSON Lines file, one a line: ``name`` (the problem's name or id)
@@ -92,6 +101,12 @@ class RecordedSamples:
     def sample(self, problem: BenchmarkProblem, n: int, first: int) -> list[Sample]:
         answers = self.answers.get(problem.id) or self.answers.get(problem.name) or []
         return [Sample(text) for text in answers[first : first + n]]
+
+    def missing(self, problem: BenchmarkProblem) -> str | None:
+        """Why the problem has no sample (None: it has one)."""
+        if self.answers.get(problem.id) or self.answers.get(problem.name):
+            return None
+        return f"{self.path.name} has no answer named {problem.name!r}"
 
 
 class ModelSampler:

@@ -1,0 +1,1 @@
+"""Tests of the prover layer's modules."""
