@@ -78,8 +78,14 @@ def test_run_quick_in_a_fresh_directory(tmp_path, sample_dir):
     assert retriever["reachable_steps"] == 7 and retriever["curve"]["steps"]
     generator = report["generator"]
     before, after = generator["loss_before"], generator["loss_after"]
-    assert before["steps"] == after["steps"] >= 2 and before["tokens"] == after["tokens"]
-    assert generator["before"]["steps"] == generator["after"]["steps"] >= 1
+    # the trained one is measured on the untrained one's steps, within the same time: on a
+    # loaded machine it may reach fewer of them, and the comparison is on those both measured
+    assert before["steps"] >= after["steps"] >= 2
+    assert before["per_step"][: after["steps"]] != after["per_step"]
+    assert [s["tokens"] for s in before["per_step"][: after["steps"]]] == [
+        s["tokens"] for s in after["per_step"]
+    ]
+    assert generator["before"]["steps"] >= generator["after"]["steps"] >= 1
     assert generator["train_steps"] >= 1 and generator["curve"]["unit"] == (
         "nats per completion token"
     )

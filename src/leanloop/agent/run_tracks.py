@@ -95,7 +95,8 @@ def generator_after(
     config: RunConfig, out: Path, before: dict[str, Any], say: Say
 ) -> dict[str, Any]:
     """The trained generator's held-out loss and top-k accuracy on the test steps the
-    untrained one was measured on."""
+    untrained one was measured on, each within the same time as the untrained one's (the
+    report compares the steps both measured, so the job's time stays what its plan says)."""
     from leanloop.data.prompt import PromptFormat
     from leanloop.ml.generation import TacticGenerator
     from leanloop.trainer.evaluation import completion_loss, evaluate_tactics, load_examples
@@ -106,9 +107,16 @@ def generator_after(
     say("tactic generator: the same held-out loss and accuracy after training ...")
     trained = TacticGenerator(out / "generator", device="cpu")
     examples = load_examples(export, prompt_format=PromptFormat(), max_steps=steps)
-    loss = completion_loss(trained.model, trained.tokenizer, examples)
+    loss = completion_loss(
+        trained.model, trained.tokenizer, examples, max_seconds=config.loss_seconds, min_steps=2
+    )
     accuracy = evaluate_tactics(
-        trained, export, k=config.eval_k, max_steps=accuracy_steps, **_decoding(config)
+        trained,
+        export,
+        k=config.eval_k,
+        max_steps=accuracy_steps,
+        max_seconds=config.eval_seconds,
+        **_decoding(config),
     )
     say(f"  trained: {loss}; {accuracy}")
     return {"loss": loss.model_dump(), "accuracy": accuracy.model_dump()}
