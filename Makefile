@@ -94,7 +94,7 @@ docs: $(VENV)/.test-deps
 # thread, as a core each
 test: $(VENV)/.test-deps postgres chromium bubblewrap
 	$(MAKE) --no-print-directory -j 3 --output-sync=target lint typecheck docs
-	$(THREADS) $(BIN)/python -m pytest -n 2 --dist worksteal
+	$(THREADS) $(BIN)/python -m pytest -n 2 --dist worksteal --durations=25
 
 bench: $(VENV)/.bench-deps
 	@for script in bench/*.py; do echo "== $$script"; $(THREADS) $(BIN)/python $$script || exit 1; done
