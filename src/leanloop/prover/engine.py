@@ -336,7 +336,8 @@ class JobInputs:
 
 def job_theorems(job: ProofJob, inputs: JobInputs) -> list[Theorem]:
     """The theorems a search or whole-proof job proves: the caller's, or its dataset split's,
-    or its benchmark's statements (their sources kept in ``inputs.sources``)."""
+    or its benchmark's statements (stored as a repository of ``inputs.database``, their
+    sources kept in ``inputs.sources``)."""
     import leanloop.prover.assemble as assemble
     from leanloop.prover.job import BenchmarkTargets, DatasetTargets
 
@@ -347,6 +348,8 @@ def job_theorems(job: ProofJob, inputs: JobInputs) -> list[Theorem]:
         return assemble.dataset_theorems(targets, replay=job.lean_kind == "replay").theorems
     if isinstance(targets, BenchmarkTargets):
         bench = assemble.benchmark_file(targets.spec)
+        if inputs.database is not None:  # its statements are theorems of the database
+            inputs.database.add_repository(bench.repository(), bench.iter_theorems())
         problems = bench.problems(targets.split)[: targets.limit]
         theorems = [bench.theorem(p) for p in problems]
         sources = {

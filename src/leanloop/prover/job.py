@@ -19,13 +19,15 @@ runs it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
 
-from leanloop.configfile import CONFIG
+from leanloop.configfile import CONFIG, field_names, read_config_file
+from leanloop.errors import LeanloopError
 from leanloop.prover.benchmark_config import BenchmarkConfig
 from leanloop.prover.config import ProofMode, ProverConfig, SoundnessPolicy
 
@@ -293,3 +295,39 @@ class ProofJob(SoundnessPolicy):
                     hint="set allowed_axioms and allow_native at the top of the job",
                 )
         return self
+
+
+def load_job(path: Path | None, overrides: dict[str, Any]) -> ProofJob:
+    """A job from a YAML/JSON file (None: the defaults) with ``overrides`` on top (a mapping
+    under ``search`` or ``sampling`` is merged into the file's). A file of ``ProverConfig``
+    fields alone is read as the job's ``search``, one of ``BenchmarkConfig`` fields alone as
+    its ``sampling`` (the files of earlier releases); their policy becomes the job's.
+
+    Args:
+        path: The file.
+        overrides: Field values that replace the file's (e.g. the command line's options).
+
+    Returns:
+        The job.
+
+    Raises:
+        LeanloopError: The file or a field is wrong (naming the file and the field).
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        read = read_config_file(path)
+        if read is not None and not isinstance(read, Mapping):
+            raise LeanloopError(f"{path}: expected a mapping of field names to values")
+        data = dict(read or {})
+    keys = set(data)
+    if keys - set(field_names(ProofJob)):  # a field the job lacks: an earlier release's file
+        lifted = ("allowed_axioms", "allow_native", "stop_at_first")
+        top = {k: data.pop(k) for k in lifted if k in data}
+        section = "search" if keys <= set(field_names(ProverConfig)) else "sampling"
+        data = {section: data, **top}
+    for key, value in overrides.items():
+        if key in ("search", "sampling") and isinstance(data.get(key), Mapping):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    return ProofJob.from_dict(data, str(path) if path is not None else "the options")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from leanloop.data.records import ProofAttempt, Theorem, TheoremKey
 from leanloop.lean.server import TheoremSource
+from leanloop.prover.assemble import identity
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProofMode
 from leanloop.prover.engine import Callbacks, ProofRun, SearchSetup, Shell, Task, prove
@@ -27,6 +28,7 @@ from leanloop.prover.worker import Environment, Lease, ProofHook, ProofWorker, S
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
+    from leanloop.prover.job import ProofJob
 
 __all__ = [
     "LOOPBACK",
@@ -63,6 +65,7 @@ class RunOptions(TypedDict, total=False):
     progress: Callable[[int, int], None] | None
     on_result: Callable[[ProofAttempt], None] | None
     sources: Mapping[tuple[TheoremKey, str], TheoremSource] | None
+    job: ProofJob | None
 
 
 def run_proofs(
@@ -94,9 +97,10 @@ def run_proofs(
         servers: A ``ServerPool``, or a maker of Lean servers (picklable for Ray workers).
         **options: ``mode`` (``search`` or ``whole``), ``project_root`` (the Lean project the
             theorems' files are read from), ``database`` (None: nowhere, and nothing is
-            skipped), ``run`` (default ``evaluation``), ``attempts``, ``stop_at_first``,
-            ``num_workers``, ``address`` (a Ray cluster), ``hook``, ``progress``,
-            ``on_result`` and ``sources`` (see ``RunOptions``).
+            skipped), ``run`` (default: the rule of ``job``, a ``ProofJob`` these theorems
+            are of, so that the run is the one its other starts make; else ``evaluation``),
+            ``attempts``, ``stop_at_first``, ``num_workers``, ``address`` (a Ray cluster),
+            ``hook``, ``progress``, ``on_result`` and ``sources`` (see ``RunOptions``).
 
     Returns:
         The run's attempts at these theorems, those made now and those skipped.
@@ -105,7 +109,10 @@ def run_proofs(
         LeanloopError: ``num_workers`` or ``attempts`` is below 1, or several workers are
             given a pool instead of a maker of servers.
     """
-    run = options.get("run", "evaluation")
+    job = options.get("job")
+    run = options.get("run") or (
+        job.run_name(identity(prover)) if job is not None else "evaluation"
+    )
     callbacks = Callbacks(options.get("hook"), options.get("progress"), options.get("on_result"))
     stop_at_first = options.get("stop_at_first", False)
     shell = Shell(run, options.get("database"), callbacks, stop_at_first=stop_at_first)

@@ -239,9 +239,10 @@ def run_benchmark(
 
 
 def run_sampling_job(job: ProofJob, inputs: JobInputs) -> BenchmarkRun:
-    """A sampling job: its benchmark's problems, sampler and verifier assembled from its specs
-    (unless given in ``inputs.extra`` as ``sampler`` and ``verifier``), run under the name of
-    ``job.run_name``; the verifier assembled here is closed here.
+    """A sampling job: its benchmark's problems (stored as a repository of the database),
+    sampler and verifier assembled from its specs (unless given in ``inputs.extra`` as
+    ``sampler`` and ``verifier``), run under the name of ``job.run_name`` (of the generator
+    spec); the verifier assembled here is closed here.
 
     Args:
         job: The job (``mode: sampling`` on a benchmark).
@@ -262,7 +263,7 @@ def run_sampling_job(job: ProofJob, inputs: JobInputs) -> BenchmarkRun:
     verifier = given or assemble.verifier(job)
     if inputs.database is not None:
         inputs.database.add_repository(bench.repository(), bench.iter_theorems())
-    run = job.run_name(assemble.identity(sampler))
+    run = job.run_name(job.generator)  # the spec names the sampler (its file, its model)
     shell = Shell(run, inputs.database, inputs.callbacks, stop_at_first=config.stop_at_first)
     hooks = SamplingHooks(inputs.extra.get("on_problem"), inputs.extra.get("on_start"))
     executor = SamplingExecutor(bench, problems, sampler, verifier, config, shell, hooks)
