@@ -16,7 +16,7 @@ import leanloop.prover.assemble as assemble
 from leanloop.cli.common import console, err_console, on_interrupt, open_database, progress_bar
 from leanloop.errors import LeanloopError
 from leanloop.prover.engine import Callbacks, JobInputs, ProofRun, run_job
-from leanloop.prover.job import BenchmarkTargets, ProofJob
+from leanloop.prover.job import SAMPLING, BenchmarkTargets, ProofJob
 from leanloop.words import plural
 
 
@@ -32,11 +32,12 @@ def prove_benchmark(job: ProofJob, request) -> None:
     assert isinstance(job.targets, BenchmarkTargets)
     bench = assemble.benchmark_file(job.targets.spec)
     problems = bench.problems(job.targets.split)[: job.targets.limit]
-    if job.mode == "search" or job.lean_kind == "repl":
+    leases = job.mode != SAMPLING  # search (or whole proofs) on leased servers
+    if leases or job.lean_kind == "repl":
         # Lean is needed: said before a model is loaded or anything is stored
-        instead = None if job.mode == "search" else assemble.KIMINA
+        instead = None if leases else assemble.KIMINA
         assemble.lean_launcher(None, limits=assemble.LeanLimits(instead=instead))
-    if job.mode == "search":
+    if leases:
         _search(job, request, bench, open_database(request.db))
         return
     sampler = assemble.sampler(job)
@@ -120,7 +121,8 @@ def _problem_line(result) -> str:
 
 
 def _search(job, request, bench, database) -> None:
-    """Tactic search from each statement, through the proving engine (needs Lean)."""
+    """Tactic search (or whole proofs on leased servers) from each statement, through the
+    proving engine (needs Lean)."""
     from leanloop.cli.prove_cmd import _json_printer, _summary, _write_report, proving_stopped
 
     if job.project is None:

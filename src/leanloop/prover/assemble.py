@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 #: What to do instead when Lean is missing, for a replayable dataset.
 REPLAY_INSTEAD = "--replay replays the recorded proofs without Lean"
+#: The checkers of whole files a sampling job may name besides a pool of the ``repl`` backend:
+#: ``kind:ARGUMENT`` and what the argument is (``verifier`` makes each).
+CHECKERS = {"kimina": "URL", "recorded": "FILE"}
 #: What checks whole proofs without a Lean toolchain here.
 KIMINA = "--verifier kimina:URL checks on a Kimina Lean Server, recorded:FILE offline"
 

@@ -372,9 +372,10 @@ def run_job(job: ProofJob, inputs: JobInputs | None = None) -> ProofRun | Benchm
         A ``ProofRun`` (search, whole proofs) or a ``BenchmarkRun`` (sampling).
     """
     import leanloop.prover.assemble as assemble
+    from leanloop.prover.job import SAMPLING
 
     inputs = inputs or JobInputs()
-    if job.mode == "sampling":
+    if job.mode == SAMPLING:
         from leanloop.prover.sampling import run_sampling_job
 
         return run_sampling_job(job, inputs)

@@ -31,14 +31,11 @@ from leanloop.errors import LeanloopError
 from leanloop.prover.benchmark_config import BenchmarkConfig
 from leanloop.prover.config import ProofMode, ProverConfig, SoundnessPolicy
 
-#: How a job proves: tactic ``search`` through a Lean server, ``whole`` proofs written by a
-#: model and checked on a server, or ``sampling`` whole proofs through the bounded sample →
-#: verify pipeline (pass@k on a benchmark).
-JobMode = Literal["search", "whole", "sampling"]
-#: The Lean backends a job names: a backend leanloop starts (``repl``, ``pantograph``), a Kimina
-#: Lean Server (``kimina:URL``), Lean's verdicts recorded earlier (``recorded:FILE``) or the
-#: replay of a dataset's recorded steps without Lean (``replay``).
-LEAN_KINDS = ("repl", "pantograph", "kimina", "recorded", "replay")
+#: How a job proves: a ``ProofMode`` of the prover (``search``: tactic search through a Lean
+#: server, ``whole``: whole proofs written by a model and checked on a server, or any mode
+#: added there), or ``sampling``: whole proofs through the bounded sample → verify pipeline
+#: (pass@k on a benchmark).
+SAMPLING = "sampling"
 
 
 class _Targets(BaseModel):
@@ -117,10 +114,13 @@ Targets = Annotated[
 
 
 def lean_kind(spec: str) -> str:
-    """The kind of a Lean backend spec (``kimina:URL`` → ``kimina``), checked.
+    """The kind of a Lean backend spec (``kimina:URL`` → ``kimina``), checked: a backend of
+    ``leanloop.lean.backends`` (``repl``, ``pantograph``, ``replay``: leased servers), or a
+    checker of whole files that ``leanloop.prover.assemble`` makes (``kimina:URL``,
+    ``recorded:FILE``).
 
     Args:
-        spec: ``repl``, ``pantograph``, ``kimina:URL``, ``recorded:FILE`` or ``replay``.
+        spec: ``repl``, ``pantograph``, ``kimina:URL``, ``recorded:FILE``, ``replay``, ...
 
     Returns:
         Its kind.
@@ -128,13 +128,19 @@ def lean_kind(spec: str) -> str:
     Raises:
         ValueError: The spec names no backend, or lacks (or has an unexpected) argument.
     """
+    from leanloop.lean.backends import BACKENDS
+    from leanloop.prover.assemble import CHECKERS
+
     kind, colon, argument = spec.partition(":")
-    takes = kind in ("kimina", "recorded")
-    if kind not in LEAN_KINDS or takes != bool(argument) or (colon and not takes):
-        raise ValueError(
-            f"expected repl, pantograph, kimina:URL, recorded:FILE or replay; got {spec!r}"
-        )
+    known = kind in BACKENDS and not colon
+    if not known and not (kind in CHECKERS and argument):
+        names = [*BACKENDS, *(f"{name}:{what}" for name, what in CHECKERS.items())]
+        raise ValueError(f"expected {', '.join(names)}; got {spec!r}")
     return kind
+
+
+def _modes() -> list[str]:
+    return [*(m.value for m in ProofMode), SAMPLING]
 
 
 @dataclass(config=CONFIG)
@@ -158,8 +164,9 @@ class ProofJob(SoundnessPolicy):
         default="OPENAI_API_KEY",
         description="The variable holding the endpoint's API key (None: send no key).",
     )
-    mode: JobMode = Field(
-        default="search", description="search, whole (whole proofs) or sampling (pass@k)."
+    mode: str = Field(
+        default="search",
+        description="search, whole (whole proofs) or sampling (pass@k); any ProofMode.",
     )
     lean: str = Field(
         default="repl",
@@ -207,20 +214,23 @@ class ProofJob(SoundnessPolicy):
 
     @property
     def proof_mode(self) -> ProofMode:
-        """The prover's mode of a search or whole-proof job."""
-        return ProofMode.WHOLE if self.mode == "whole" else ProofMode.SEARCH
+        """The prover's mode of a job that leases servers (``search`` for sampling)."""
+        return ProofMode.SEARCH if self.mode == SAMPLING else ProofMode(self.mode)
 
     @property
     def count(self) -> int:
         """Attempts (samples) per target."""
         if self.attempts is not None:
             return self.attempts
-        return self.sampling.samples if self.mode == "sampling" else self.search.num_attempts
+        return self.sampling.samples if self.mode == SAMPLING else self.search.num_attempts
 
     def prover_config(self) -> ProverConfig:
         """The search's configuration under the job's policy, backend and workers."""
+        from leanloop.lean.backends import BACKENDS
+
         config = self.search.with_policy(self)
-        backend = self.lean_kind if self.lean_kind in ("repl", "pantograph") else None
+        entry = BACKENDS.get(self.lean_kind)
+        backend = self.lean_kind if entry is not None and entry.executable else None
         changes: dict = {"num_attempts": self.count}
         if backend is not None:
             changes["lean_backend"] = backend
@@ -253,9 +263,9 @@ class ProofJob(SoundnessPolicy):
         if self.run:
             return self.run
         parts = [generator, self.targets.label]
-        if self.mode == "whole":
-            parts.append("whole")
-        elif self.mode == "sampling":
+        if self.mode not in (ProofMode.SEARCH, SAMPLING):
+            parts.append(self.mode)
+        elif self.mode == SAMPLING:
             parts.append(f"n{self.count}")
             parts += ["first"] if self.stop_at_first else []
             parts.append(self.lean_kind)
@@ -267,23 +277,27 @@ class ProofJob(SoundnessPolicy):
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> ProofJob:
+        from leanloop.prover.assemble import CHECKERS
+
+        if self.mode not in _modes():
+            raise self.invalid(info, f"mode: expected {', '.join(_modes())}; got {self.mode!r}")
         try:
             kind = lean_kind(self.lean)
         except ValueError as exc:
             raise self.invalid(info, f"lean: {exc}") from None
-        if self.mode == "sampling" and kind in ("pantograph", "replay"):
+        if self.mode == SAMPLING and kind not in (*CHECKERS, "repl"):
             raise self.invalid(
                 info,
                 f"lean: {self.lean} cannot check sampled whole proofs",
                 hint="use repl, kimina:URL or recorded:FILE",
             )
-        if self.mode != "sampling" and kind in ("kimina", "recorded"):
+        if self.mode != SAMPLING and kind in CHECKERS:
             raise self.invalid(
                 info,
                 f"lean: {self.lean} checks whole files only: it goes with mode: sampling",
                 hint="search and whole-proof mode lease a server: repl, pantograph or replay",
             )
-        if self.mode == "sampling" and self.targets.kind != "benchmark":
+        if self.mode == SAMPLING and self.targets.kind != "benchmark":
             raise self.invalid(info, "mode: sampling proves a benchmark's statements")
         for part, name in ((self.search, "search"), (self.sampling, "sampling")):
             default = set(SoundnessPolicy().allowed_axioms)
