@@ -271,7 +271,8 @@ RUN_OPTION = typer.Option(
     "--run",
     metavar="NAME",
     help="The run's name in the database; a rerun of a run skips its finished theorems "
-    "[default: from the generator, dataset and split].",
+    "[default: the job's one rule: the generator, the targets, the mode and the policy, as "
+    "the agents and the main job name the same job].",
     show_default=False,
 )
 LIMIT_OPTION = typer.Option(
@@ -317,7 +318,7 @@ LEAN_OPTION = typer.Option(
     None,
     "--lean",
     metavar="repl|pantograph",
-    help="The Lean backend leanloop starts (lean_backend of the config) [default: repl].",
+    help="The Lean backend leanloop starts (the job's lean: in --config) [default: repl].",
     show_default=False,
 )
 
