@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from leanloop.data.benchmark import BenchmarkFile, BenchmarkProblem
 from leanloop.data.records import AttemptStatus, ProofAttempt
-from leanloop.lean.audit import AuditedCode, Outcome, judge
+from leanloop.lean.audit import AuditedCode, judge
 from leanloop.lean.native import native_code_use
 from leanloop.lean.scanner import scan
 from leanloop.lean.screen import RefusalCode
@@ -157,15 +157,12 @@ def verdict_attempt(
         status = AttemptStatus.TIMEOUT if verification.timed_out else AttemptStatus.ERROR
         return _ended(status, verification.error or "the check failed", proof)
     judgement = judge(verification.result, audited, config.axiom_policy)
-    if judgement.outcome is Outcome.ACCEPTED and judgement.audited:
-        attempt = _ended(AttemptStatus.PROVED, "", proof)
+    status = AttemptStatus.judged(judgement)
+    if status is AttemptStatus.PROVED:
+        attempt = _ended(status, "", proof)
         return attempt.model_copy(update={"error": None, "axioms": judgement.axioms})
-    if judgement.outcome is Outcome.ACCEPTED:  # a recorded verdict: accepted, not audited
-        return _ended(AttemptStatus.RECORDED, "axioms not audited (recorded verdict)", proof)
-    status = {
-        Outcome.REFUSED: AttemptStatus.REFUSED,
-        Outcome.BROKEN: AttemptStatus.ERROR,
-    }.get(judgement.outcome, AttemptStatus.FAILED)
+    if status is AttemptStatus.RECORDED:  # a recorded verdict: accepted, not audited
+        return _ended(status, "axioms not audited (recorded verdict)", proof)
     return _ended(status, judgement.reason, proof).model_copy(
         update={"axioms": judgement.axioms or None}
     )
