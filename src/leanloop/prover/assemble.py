@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,7 @@ from leanloop.settings import Settings
 if TYPE_CHECKING:
     from leanloop.data.benchmark import BenchmarkFile
     from leanloop.data.records import Theorem
+    from leanloop.lean.server import LeanServer
     from leanloop.lean.verification import Verifier
     from leanloop.prover.base import BaseProver
     from leanloop.prover.samplers import Sampler
@@ -185,7 +187,9 @@ def lean_launcher(
         ) from None
 
 
-def servers(job: ProofJob, project: Path | None = None, instead: str | None = REPLAY_INSTEAD):
+def servers(
+    job: ProofJob, project: Path | None = None, instead: str | None = REPLAY_INSTEAD
+) -> Callable[[], LeanServer]:
     """Where a search or whole-proof job leases its servers: the replay of its dataset's
     recorded steps (``replay``), or the Lean servers of its backend in ``project`` (default:
     the job's), Lean checked first.
@@ -206,7 +210,10 @@ def servers(job: ProofJob, project: Path | None = None, instead: str | None = RE
 
         if not isinstance(job.targets, DatasetTargets):
             raise LeanloopError("lean: replay replays a dataset's recorded steps: it needs one")
-        return functools.partial(ReplayServer.from_dataset, job.targets.path)
+        replay: Callable[[], LeanServer] = functools.partial(
+            ReplayServer.from_dataset, job.targets.path
+        )
+        return replay
     root = project if project is not None else job.project
     settings = job.prover_config()
     if root is None:
@@ -216,7 +223,8 @@ def servers(job: ProofJob, project: Path | None = None, instead: str | None = RE
             hint="the Lean project the dataset was traced from, at its commit, built",
         )
     limits = LeanLimits(memory_limit_mb=job.memory_limit_mb, instead=instead)
-    return lean_launcher(Path(root).expanduser(), settings, limits)
+    launcher: Callable[[], LeanServer] = lean_launcher(Path(root).expanduser(), settings, limits)
+    return launcher
 
 
 def verifier(job: ProofJob) -> Verifier:

@@ -130,8 +130,9 @@ class Shell:
         """
         if count < 1:
             raise LeanloopError(f"attempts={count}: make at least one attempt per theorem")
-        distinct = {(t.key, t.commit): t for t in theorems}
-        self._theorems = {k: distinct[k] for k in dict.fromkeys(distinct)}
+        self._theorems = {}
+        for theorem in theorems:  # each once: the first of repeats
+            self._theorems.setdefault((theorem.key, theorem.commit), theorem)
         tasks = [Task(t, a) for t in self._theorems.values() for a in range(count)]
         self._wanted = {t.key for t in tasks}
         if self.database is not None:
