@@ -200,3 +200,33 @@ def test_prove_benchmark_and_a_library_job_resume_each_other(recorded, tmp_path,
     assert again.run == run and not again.new
     assert sum(p.samples for p in again.problems) == len(rows)
     assert json.loads((next((tmp_path / "out").glob("*/report.json"))).read_text())
+
+
+def test_a_benchmark_job_searches_each_statement_from_its_source(tmp_path):
+    """A benchmark job in search mode: its statements are stored as a repository and searched
+    from the sources their problems give (they have no file), under the job's run name."""
+    from tests.test_prover_run import Toy
+    from tests.test_prover_run import prover as toy_prover
+
+    path = tmp_path / "toy.jsonl"
+    rows = [
+        {
+            "name": name,
+            "split": "test",
+            "header": "import Mathlib\n\n",
+            "formal_statement": f"theorem {name} : True := by\n",
+        }
+        for name in ("a", "b")
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    database = DynamicDatabase(tmp_path / "db.sqlite")
+    job = ProofJob(targets=BenchmarkTargets(spec=str(path)), mode="search")
+    inputs = JobInputs(database, prover=toy_prover(), servers=lambda: Toy(provable={"a"}))
+    run = run_job(job, inputs)
+    assert isinstance(run, ProofRun) and run.run == "canned:toy/test"
+    statuses = {a.full_name: a.status for a in run.attempts}
+    assert statuses == {"a": AttemptStatus.PROVED, "b": AttemptStatus.FAILED}
+    (repository,) = database.get_repositories()
+    assert repository.url == "benchmark:toy" and len(database.get_theorems(repository)) == 2
+    again = run_job(job, JobInputs(database, prover=toy_prover(), servers=lambda: Toy()))
+    assert isinstance(again, ProofRun) and not again.new and len(again.skipped) == 2
