@@ -66,6 +66,12 @@ def test_a_wrong_job_is_one_line_naming_the_file_and_field(tmp_path):
     path.write_text("mode: sampling\nlean: repl\n")
     with pytest.raises(LeanloopError, match="benchmark"):
         ProofJob.from_yaml(path)
+    bench = "targets: {kind: benchmark, spec: minif2f}\nmode: sampling\n"
+    path.write_text(bench + "lean: replay\n")
+    with pytest.raises(LeanloopError, match="replay cannot check sampled whole proofs"):
+        ProofJob.from_yaml(path)
+    path.write_text(bench + "lean: pantograph\n")  # a pool of Pantograph servers checks
+    assert ProofJob.from_yaml(path).prover_config().lean_backend == "pantograph"
 
 
 def test_the_soundness_policy_is_declared_once():

@@ -33,7 +33,7 @@ def prove_benchmark(job: ProofJob, request) -> None:
     bench = assemble.benchmark_file(job.targets.spec)
     problems = bench.problems(job.targets.split)[: job.targets.limit]
     leases = job.mode != SAMPLING  # search (or whole proofs) on leased servers
-    if leases or job.lean_kind == "repl":
+    if leases or job.lean_kind not in assemble.CHECKERS:  # a pool of Lean servers here
         # Lean is needed: said before a model is loaded or anything is stored
         instead = None if leases else assemble.KIMINA
         assemble.lean_launcher(None, limits=assemble.LeanLimits(instead=instead))

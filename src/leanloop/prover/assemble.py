@@ -229,8 +229,8 @@ def servers(
 
 def verifier(job: ProofJob) -> Verifier:
     """What checks a sampling job's candidates: a pool of the job's Lean servers in its
-    project (``repl``), a Kimina Lean Server (``kimina:URL``) or recorded verdicts
-    (``recorded:FILE``).
+    project (``repl``, ``pantograph``), a Kimina Lean Server (``kimina:URL``) or recorded
+    verdicts (``recorded:FILE``).
 
     Args:
         job: The job.

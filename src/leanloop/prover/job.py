@@ -285,11 +285,11 @@ class ProofJob(SoundnessPolicy):
             kind = lean_kind(self.lean)
         except ValueError as exc:
             raise self.invalid(info, f"lean: {exc}") from None
-        if self.mode == SAMPLING and kind not in (*CHECKERS, "repl"):
+        if self.mode == SAMPLING and kind == "replay":
             raise self.invalid(
                 info,
-                f"lean: {self.lean} cannot check sampled whole proofs",
-                hint="use repl, kimina:URL or recorded:FILE",
+                "lean: replay cannot check sampled whole proofs (it checks no code)",
+                hint="use a pool of a Lean backend (repl, pantograph), kimina:URL or recorded:FILE",
             )
         if self.mode != SAMPLING and kind in CHECKERS:
             raise self.invalid(
