@@ -124,6 +124,7 @@ def test_the_prover_s_config_and_the_command_line_select_pantograph(standins, ca
     assert launcher.timeout == config.tactic_timeout
     with pytest.raises(LeanloopError, match="lean_backend: expected a Lean backend"):
         ProverConfig(lean_backend="lsp")
+    capsys.readouterr()  # what the launcher said (a log of the process, once) is not the CLI's
     code, _, err = run_cli(capsys, "prove", "--project", standins["project"], "--lean", "lsp")
     assert_one_line_error(code, err, "lean:", "repl, pantograph")
 
