@@ -85,7 +85,7 @@ def test_the_seed_quick_start(sample_dir, tmp_path, monkeypatch, caplog):
     runs = {a.run for a in agent.database.get_attempts()}
     version = checkpoint_version("outputs-x")
     assert version.startswith(f"{checkpoint.name}@")
-    assert runs == {f"prove:hf:outputs-x@{version}:replay"}
+    assert runs == {f"hf:outputs-x@{version}:sorries:replay"}  # the job's one rule
     assert agent.prover.name == "hf:outputs-x" and not agent.prover.use_lora
 
     result = agent.evaluate(k=2, max_steps=12)

@@ -284,12 +284,12 @@ def test_workers_reach_a_postgresql_database_with_its_password(tmp_path, pg_clus
     every login, so the password is checked as the workers would use it, not by logging in."""
     import uuid
 
-    import leanloop.prover.run as engine
+    from leanloop.prover.ray_executor import RayExecutor
 
     url = pg_cluster.create_database(f"test_{uuid.uuid4().hex[:12]}")
     root, theorems = toy_project(tmp_path, ["a"])
     handed = []
-    monkeypatch.setattr(engine, "_run_on_ray", lambda *args: handed.append(args[-2]))
+    monkeypatch.setattr(RayExecutor, "run", lambda self, pending: handed.append(self.database_url))
     with DynamicDatabase(url.replace("@", ":s3cret@", 1)) as database:
         run_proofs(theorems, prover(), Toy, project_root=root, database=database, num_workers=2)
     (given,) = handed

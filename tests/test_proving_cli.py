@@ -12,8 +12,8 @@ import subprocess
 
 import pytest
 
+import leanloop.prover.assemble as assemble
 from leanloop.agent import proving
-from leanloop.cli import prove_cmd
 from leanloop.data.records import Repository
 from leanloop.database import DynamicDatabase
 from tests.conftest import REPO_ROOT
@@ -59,9 +59,9 @@ def test_a_project_s_sorries_are_proved_and_written_back(demo, capsys, tmp_path,
 
         return make
 
-    monkeypatch.setattr(prove_cmd, "lean_launcher", lambda root, settings: factory)
+    monkeypatch.setattr(assemble, "lean_launcher", lambda root, settings, limits=None: factory)
     monkeypatch.setattr(proving, "_worktree_servers", worktree_servers)
-    monkeypatch.setattr(prove_cmd, "_prover", lambda *args: scripted_prover())
+    monkeypatch.setattr(assemble, "prover", lambda *args: scripted_prover())
     out = tmp_path / "reports"
     code, stdout, err = run_cli(
         capsys,

@@ -323,7 +323,7 @@ def test_leanloop_prove_runs_on_the_cluster(cluster, sample_dir, tmp_path):
 def test_a_sqlite_file_is_refused_for_a_cluster_with_other_hosts(tmp_path):
     """Checked on what Ray says of its nodes (here leanloop's own stand-in of ``ray``)."""
     from leanloop.errors import LeanloopError
-    from leanloop.prover.run import _refuse_remote_nodes
+    from leanloop.prover.ray_executor import _refuse_remote_nodes
 
     class Cluster:
         def __init__(self, nodes):

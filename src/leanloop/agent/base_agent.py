@@ -5,6 +5,7 @@ two hooks a subclass fills in: ``_get_build_deps`` and ``_setup_prover``."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from abc import ABC, abstractmethod
@@ -17,6 +18,7 @@ from leanloop.data.records import Repository, Theorem
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
 from leanloop.prover.config import ProofMode, ProverConfig
+from leanloop.prover.job import ProofJob, SorryTargets
 from leanloop.words import plural
 
 if TYPE_CHECKING:
@@ -332,9 +334,9 @@ class BaseAgent(ABC):
         Raises:
             LeanloopError: No repository is set up, or Lean is needed and missing.
         """
-        from leanloop.agent.proving import prove_sorries
+        from leanloop.agent.proving import SorryInputs, prove_sorry_job
         from leanloop.agent.repositories import require_lean
-        from leanloop.lean.backends import LeanOptions, open_servers
+        from leanloop.prover.replay import ReplayServer
 
         if not self.repos:
             raise LeanloopError(
@@ -347,39 +349,68 @@ class BaseAgent(ABC):
             chosen = ProofMode.WHOLE
         if any(e.has_project for e in self.repos):
             require_lean()  # before a repository is cloned again
-        projects = {e.repository: e.open_project() for e in self.repos if e.has_project}
-        config = self.prover_config
-        options = LeanOptions(timeout=config.tactic_timeout, sandbox=config.sandbox)
+        jobs = {
+            entry.repository: self.proof_job(entry, chosen, branch, run) for entry in self.repos
+        }
         launchers = {  # Lean is needed: say so before any model loads
-            repository: open_servers(config.lean_backend, project, options)
-            for repository, project in projects.items()
+            repository: self._launcher(job) for repository, job in jobs.items()
         }
         prover = self._setup_prover()
-        name = run or f"prove:{prover.identity}" + (":whole" if chosen is ProofMode.WHOLE else "")
         reports = []
         for entry in self.repos:
-            if entry.has_project:
-                report = prove_sorries(
-                    self.database.get_sorry_theorems(entry.repository),
-                    prover,
-                    projects[entry.repository].root,
-                    servers=launchers[entry.repository],
-                    database=self.database,
-                    branch=branch,
-                    mode=chosen,
-                    run=name,
-                )
-            else:
-                report = self._replay(entry, prover, chosen, f"{name}:replay")
+            theorems = self._theorems(entry)
+            servers = launchers[entry.repository] or functools.partial(ReplayServer, theorems)
+            inputs = SorryInputs(theorems=theorems, servers=servers, database=self.database)
+            report = prove_sorry_job(jobs[entry.repository], prover, inputs)
             report.write(Path(out_dir or self.work_dir / "prove") / entry.slug)
             log.warning("%s: %s", entry.repository, report.summary())
             reports.append(report)
         return reports
 
-    def _replay(self, entry: AgentRepository, prover: BaseProver, mode: ProofMode, run: str):
-        from leanloop.agent.proving import prove_sorries
-        from leanloop.prover.replay import ReplayServer
+    def proof_job(
+        self,
+        entry: AgentRepository,
+        mode: ProofMode = ProofMode.SEARCH,
+        branch: str | None = None,
+        run: str | None = None,
+    ) -> ProofJob:
+        """The job ``prove()`` runs on a repository: its open sorries (in its Lean project, or
+        replayed without Lean for a repository set up from a dataset), by this agent's prover
+        under its configuration, named by the job's rule (so that ``leanloop prove --project``
+        and the main job resume it) unless ``run`` is given.
 
+        Args:
+            entry: A repository this agent set up.
+            mode: ``search`` or ``whole``.
+            branch: The branch the proofs are committed on.
+            run: The run's name (None: the job's rule).
+
+        Returns:
+            The job.
+        """
+        config = self.prover_config
+        project = str(entry.open_project().root) if entry.has_project else None
+        return ProofJob(
+            targets=SorryTargets(project=project, branch=branch if project else None),
+            mode=mode.value,
+            lean=config.lean_backend if project is not None else "replay",
+            search=config,
+            allowed_axioms=config.allowed_axioms,
+            allow_native=config.allow_native,
+            run=run if run is None or project is not None else f"{run}:replay",
+        )
+
+    def _launcher(self, job: ProofJob):
+        from leanloop.prover.assemble import LeanLimits, lean_launcher
+
+        assert isinstance(job.targets, SorryTargets)
+        if job.targets.project is None:
+            return None
+        return lean_launcher(job.targets.project, job.prover_config(), LeanLimits(instead=None))
+
+    def _theorems(self, entry: AgentRepository) -> list[Theorem]:
+        if entry.has_project:
+            return self.database.get_sorry_theorems(entry.repository)
         theorems = self.replay_theorems(entry)
         log.warning(
             "%s was set up from a dataset, without a Lean project: replaying the recorded steps "
@@ -387,15 +418,7 @@ class BaseAgent(ABC):
             entry.repository,
             plural(len(theorems), "theorem"),
         )
-        return prove_sorries(
-            theorems,
-            prover,
-            None,
-            servers=lambda: ReplayServer(theorems),
-            database=self.database,
-            mode=mode,
-            run=run,
-        )
+        return theorems
 
     def replay_theorems(self, entry: AgentRepository) -> list[Theorem]:
         """What ``prove()`` replays for a repository set up from a dataset: its open sorry

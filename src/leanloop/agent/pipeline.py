@@ -8,14 +8,13 @@ when its settings and inputs are the same; a step stopped half-way leaves nothin
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from leanloop.agent.pipeline_config import RunConfig
 from leanloop.agent.run_output import LOG_FILE, library_output, one_interrupt
@@ -53,6 +52,9 @@ from leanloop.database import DynamicDatabase, SplitConfig
 from leanloop.errors import LeanloopError
 from leanloop.trainer.evaluation import CompletionLoss, TacticAccuracy
 from leanloop.words import count_of, plural
+
+if TYPE_CHECKING:
+    from leanloop.prover.job import ProofJob
 
 __all__ = ["best_possible_recall", "describe_model", "effective_config", "plan", "run"]
 
@@ -510,42 +512,71 @@ def _generator_results(
 # -- proof search in the replay environment --------------------------------------------------
 
 
-def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -> SearchSummary:
-    """Search on the test theorems in the replay environment: the trained generator on the
-    first ``search_theorems``, the recorded diagnostic on all (its outcome checks the data and
-    the search together). What is found is replayed, not proved: no Lean checked it."""
-    from leanloop.data import open_dataset
+def search_jobs(config: RunConfig, out: Path) -> tuple[ProofJob, ProofJob]:
+    """The main job's searches in the replay environment: the trained generator on the first
+    ``search_theorems`` test theorems of the export, the recorded diagnostic on all — the
+    jobs of ``leanloop prove --dataset OUT/export --split test --replay``, so that each
+    resumes the other's run."""
     from leanloop.prover.config import ProverConfig
-    from leanloop.prover.hf import HFProver
-    from leanloop.prover.recorded import RecordedProver
-    from leanloop.prover.replay import ReplayServer
-    from leanloop.prover.run import evaluate
+    from leanloop.prover.job import DatasetTargets, ProofJob
 
-    export = out / "export"
-    test = [
-        t for t in open_dataset(export / "random" / "test.json").iter_theorems() if t.traced_tactics
-    ]
-    servers = functools.partial(ReplayServer.from_dataset, export)
     settings = ProverConfig(
         timeout=config.search_seconds,
         max_expansions=config.search_expansions,
         num_sampled_tactics=config.eval_k,
         seed=config.seed,
     )
+    test = DatasetTargets(path=out / "export", split="test")
+    trained = ProofJob(
+        targets=test.model_copy(update={"limit": config.search_theorems}),
+        generator=f"hf:{out / 'generator'}",
+        lean="replay",
+        search=settings,
+    )
+    diagnostic = ProofJob(
+        targets=test,
+        generator="recorded",
+        lean="replay",
+        search=ProverConfig(timeout=30, seed=config.seed),
+    )
+    return trained, diagnostic
+
+
+def sorry_job(config: RunConfig, project: Path) -> ProofJob:
+    """The main job's proving of the example project's sorries: the job of ``leanloop prove
+    --project`` and of an agent's ``prove()``, so that each resumes the other's run."""
+    from leanloop.prover.config import ProverConfig
+    from leanloop.prover.job import ProofJob, SorryTargets
+
+    settings = ProverConfig(
+        timeout=config.search_seconds,
+        max_expansions=4 * config.search_expansions,
+        num_sampled_tactics=config.eval_k,
+        seed=config.seed,
+    )
+    return ProofJob(targets=SorryTargets(project=str(project)), search=settings)
+
+
+def _search(config: RunConfig, database: DynamicDatabase, out: Path, say: Say) -> SearchSummary:
+    """Search on the test theorems in the replay environment: the trained generator on the
+    first ``search_theorems``, the recorded diagnostic on all (its outcome checks the data and
+    the search together). What is found is replayed, not proved: no Lean checked it."""
+    from leanloop.prover.engine import JobInputs, ProofRun, run_job
+    from leanloop.prover.hf import HFProver
+
+    trained, diagnostic = search_jobs(config, out)
+    settings = trained.search
     say(
-        f"search (replay environment, no Lean): the trained generator on "
-        f"{min(config.search_theorems, len(test))} of {len(test)} test theorems ..."
+        f"search (replay environment, no Lean): the trained generator on the first "
+        f"{config.search_theorems} test theorems ..."
     )
     prover = HFProver(out / "generator", config=settings)
-    tried = test[: config.search_theorems]
-    model = evaluate(tried, prover, servers, database=database, run=f"run:{prover.identity}:replay")
-    recorded = evaluate(
-        test,
-        RecordedProver(export, config=ProverConfig(timeout=30, seed=config.seed)),
-        servers,
-        database=database,
-        run="run:recorded:replay",
-    )
+    runs = [
+        run_job(trained, JobInputs(database, prover=prover)),
+        run_job(diagnostic, JobInputs(database)),
+    ]
+    assert all(isinstance(r, ProofRun) for r in runs)
+    model, recorded = (r.report() for r in runs if isinstance(r, ProofRun))
     say(
         f"  recorded proofs found (replay, not proving): trained generator "
         f"{count_of(found_proofs(model), model.theorems)}, recorded diagnostic "
@@ -581,8 +612,7 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
             )
         say(reason)
         return LeanResults(status="skipped", reason=reason)
-    from leanloop.agent.proving import prove_sorries
-    from leanloop.prover.config import ProverConfig
+    from leanloop.agent.proving import SorryInputs, prove_sorry_job
     from leanloop.prover.hf import HFProver
 
     project = out / "lean-project"  # a copy: filling sorries edits the files
@@ -592,18 +622,9 @@ def _lean_part(config: RunConfig, database: DynamicDatabase, out: Path, say: Say
     say(f"Lean found: tracing {project} and proving its sorries (checked by Lean) ...")
     traced = database.trace_repository(path=project, workers=1)
     theorems = database.get_sorry_theorems(traced.repository)
-    prover = HFProver(
-        out / "generator",
-        config=ProverConfig(
-            timeout=config.search_seconds,
-            max_expansions=4 * config.search_expansions,
-            num_sampled_tactics=config.eval_k,
-            seed=config.seed,
-        ),
-    )
-    report = prove_sorries(
-        theorems, prover, project, database=database, run=f"run:lean:{prover.identity}"
-    )
+    job = sorry_job(config, project)
+    prover = HFProver(out / "generator", config=job.search)
+    report = prove_sorry_job(job, prover, SorryInputs(theorems, database=database))
     report.write(out / "lean-report")
     say(f"  {report.summary()}")
     return LeanResults(

@@ -1,5 +1,5 @@
 """Prove open ``sorry`` theorems and write back what Lean accepts: the proving engine
-(``leanloop.prover.run``) proves each theorem (search or whole proofs, checked by Lean and
+(``leanloop.prover.engine``) proves each theorem (search or whole proofs, checked by Lean and
 audited), and its hook (``SorryWriter``) puts each proof into its file with ``SorryFiller`` —
 written only when Lean accepted the filled declaration there, or committed on a branch of its
 own — and a ``SorryReport`` (JSON, Markdown, plot) lists every theorem tried. Without a project
@@ -11,9 +11,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from leanloop.agent.git_branch import BranchWorkspace
 from leanloop.agent.sorry_filling import BACKUP_DIR, FillResult, SorryFiller
@@ -24,7 +25,9 @@ from leanloop.lean.pool import ServerPool
 from leanloop.lean.server import LeanServer
 from leanloop.prover.base import BaseProver
 from leanloop.prover.config import ProofMode, ProverConfig
-from leanloop.prover.run import Servers, run_proofs
+from leanloop.prover.engine import Callbacks, JobInputs, ProofRun, run_job
+from leanloop.prover.job import ProofJob, SorryTargets
+from leanloop.prover.worker import Servers
 
 if TYPE_CHECKING:
     from leanloop.database import DynamicDatabase
@@ -97,28 +100,33 @@ class SorryWriter:
             self.branch.close()
 
 
+class SorryOptions(TypedDict, total=False):
+    """The options of ``prove_sorries`` (each as its text says)."""
+
+    servers: Servers | None
+    database: DynamicDatabase | None
+    branch: str | BranchWorkspace | None
+    mode: ProofMode | str
+    run: str
+    num_workers: int | None
+    address: str | None
+    worktree_servers: WorktreeServers | None
+    progress: Callable[[int, int], None] | None
+
+
 def prove_sorries(
     theorems: Iterable[Theorem],
     prover: BaseProver,
     project_root: str | Path | None,
-    *,
-    servers: Servers | None = None,
-    database: DynamicDatabase | None = None,
-    branch: str | BranchWorkspace | None = None,
-    mode: ProofMode | str = ProofMode.SEARCH,
-    run: str = "prove-sorries",
-    num_workers: int | None = None,
-    address: str | None = None,
-    worktree_servers: WorktreeServers | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    **options: Unpack[SorryOptions],
 ) -> SorryReport:
-    """Try to prove each theorem and report.
+    """Try to prove each theorem and report (a thin wrapper over :func:`prove_sorry_job`, the
+    job's run named by ``run``, default ``prove-sorries``).
 
-    The theorems go through the proving engine (:func:`leanloop.prover.run.run_proofs`) with
-    servers from ``servers`` — a ``ServerPool`` (kept open), a maker of servers, or None for
-    Lean servers in ``project_root`` (a ``Launcher``) — by search or, with
-    ``mode="whole"``, whole proofs; each theorem's attempts (``prover.config.num_attempts``)
-    stop at the first proof.
+    The theorems go through the proving engine with servers from ``servers`` — a
+    ``ServerPool`` (kept open), a maker of servers, or None for Lean servers in
+    ``project_root`` (a ``Launcher``) — by search or, with ``mode="whole"``, whole proofs;
+    each theorem's attempts (``prover.config.num_attempts``) stop at the first proof.
 
     With ``project_root`` (the Lean project the theorems' files are in), a proof Lean accepted
     is put into its file with ``SorryFiller``: written only if Lean accepts the filled
@@ -134,87 +142,164 @@ def prove_sorries(
     (without an error) are skipped and reported as ``skipped``. ``progress(done, total)`` is
     called as attempts end.
     """
-    theorems = list(theorems)
-    mode = ProofMode(mode)
+    config = prover.config
+    branch = options.get("branch")
+    job = ProofJob(
+        targets=SorryTargets(
+            project=str(project_root) if project_root is not None else None,
+            branch=branch if isinstance(branch, str) else None,
+        ),
+        mode=ProofMode(options.get("mode", ProofMode.SEARCH)).value,
+        lean=config.lean_backend if project_root is not None else "replay",
+        workers=options.get("num_workers"),
+        address=options.get("address"),
+        search=config,
+        allowed_axioms=config.allowed_axioms,
+        allow_native=config.allow_native,
+        run=options.get("run", "prove-sorries"),
+    )
+    inputs = SorryInputs(
+        theorems=list(theorems),
+        servers=options.get("servers"),
+        database=options.get("database"),
+        workspace=branch if isinstance(branch, BranchWorkspace) else None,
+        worktree_servers=options.get("worktree_servers"),
+        progress=options.get("progress"),
+    )
+    return prove_sorry_job(job, prover, inputs)
+
+
+@dataclass
+class SorryInputs:
+    """What a sorry job is run with besides its config: the theorems, the servers (None: the
+    job's Lean servers in its project), the database, a branch's workspace made already, the
+    maker of a worktree's servers, and the progress callback."""
+
+    theorems: list[Theorem]
+    servers: Servers | None = None
+    database: DynamicDatabase | None = None
+    workspace: BranchWorkspace | None = None
+    worktree_servers: WorktreeServers | None = None
+    progress: Callable[[int, int], None] | None = None
+
+
+def prove_sorry_job(job: ProofJob, prover: BaseProver, inputs: SorryInputs) -> SorryReport:
+    """Run a sorry job through the engine (its theorems' attempts stop at the first proof) with
+    the write-back as its hook, and report every theorem tried (see ``prove_sorries``).
+
+    Args:
+        job: The job (``targets`` of kind ``sorries``: its project and branch).
+        prover: The prover.
+        inputs: The theorems, servers, database and progress callback.
+
+    Returns:
+        The report: every theorem tried, how it ended, and whether its proof was written.
+
+    Raises:
+        LeanloopError: No servers and no project, or a branch without a project.
+    """
+    assert isinstance(job.targets, SorryTargets)
     started_at = datetime.now(UTC)
     started = time.perf_counter()
-    root = Path(project_root).expanduser().resolve() if project_root is not None else None
+    project = job.targets.project
+    root = Path(project).expanduser().resolve() if project is not None else None
+    servers = inputs.servers
     if servers is None:
         if root is None:
             raise LeanloopError(
                 "prove_sorries needs servers (a pool or a factory) or a project_root"
             )
-        servers = _launcher(root, prover.config)
-    workspace = _workspace(branch, root)
-    writer = None
-    if root is not None:
-        if workspace is not None and worktree_servers is None:
-            worktree_servers = _worktree_servers(servers, root)
-        stamp = started_at.strftime("%Y%m%dT%H%M%SZ")
-        writer = SorryWriter(
-            root,
-            database=database,
-            branch=workspace,
-            backup_dir=root / BACKUP_DIR / stamp,
-            config=prover.config,
-            worktree_servers=worktree_servers,
-        )
+        servers = _launcher(root, job.prover_config())
+    workspace = inputs.workspace or _workspace(job.targets.branch, root)
+    writer = _writer(job, root, servers, workspace, inputs, started_at)
+    job = ProofJob.load(job, stop_at_first=True)
     try:
         if workspace is not None:
             workspace.open()  # before anything is proved: a branch that cannot be used says so
-        outcome = run_proofs(
-            theorems,
-            prover,
-            servers,
-            mode=mode,
+        engine_inputs = JobInputs(
+            database=inputs.database,
+            theorems=inputs.theorems,
+            callbacks=Callbacks(hook=writer, progress=inputs.progress),
+            prover=prover,
+            servers=servers,
             project_root=root,
-            database=database,
-            run=run,
-            stop_at_first=True,
-            num_workers=num_workers,
-            address=address,
-            hook=writer,
-            progress=progress,
         )
+        outcome = run_job(job, engine_inputs)
     finally:
         if writer is not None:
             writer.close()
         elif workspace is not None:
             workspace.close()
+    assert isinstance(outcome, ProofRun)
     report = SorryReport(
-        run=run,
+        run=outcome.run,
         prover=prover.name,
         environment="lean" if root is not None else "replay",
-        mode=mode,
+        mode=job.proof_mode,
         project_root=str(root) if root is not None else None,
         branch=workspace.branch if workspace is not None else None,
         started=started_at,
     )
+    fills = writer.results if writer is not None else {}
+    report.rows = _rows(inputs.theorems, outcome, fills, job.proof_mode)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _writer(
+    job: ProofJob,
+    root: Path | None,
+    servers: Servers,
+    workspace: BranchWorkspace | None,
+    inputs: SorryInputs,
+    started_at: datetime,
+) -> SorryWriter | None:
+    """The write-back hook of a job with a project (None: a replay writes nothing)."""
+    if root is None:
+        return None
+    worktree_servers = inputs.worktree_servers
+    if workspace is not None and worktree_servers is None:
+        worktree_servers = _worktree_servers(servers, root)
+    stamp = started_at.strftime("%Y%m%dT%H%M%SZ")
+    return SorryWriter(
+        root,
+        database=inputs.database,
+        branch=workspace,
+        backup_dir=root / BACKUP_DIR / stamp,
+        config=job.prover_config(),
+        worktree_servers=worktree_servers,
+    )
+
+
+def _rows(
+    theorems: list[Theorem], outcome: ProofRun, fills: dict[tuple, FillResult], mode: ProofMode
+) -> list[SorryRow]:
+    """A row per theorem tried: skipped (an earlier call finished it) or its latest attempt
+    with the write-back of that very attempt."""
     skipped = {(a.key, a.commit) for a in outcome.skipped}
     latest: dict[tuple, ProofAttempt] = {}
     for made in [*outcome.skipped, *outcome.new]:
         latest[(made.key, made.commit)] = made
-    fills = writer.results if writer is not None else {}
     made_now = {(a.key, a.commit) for a in outcome.new}
+    rows = []
     for theorem in theorems:
         key = (theorem.key, theorem.commit)
         attempt = latest.get(key)
         if attempt is None:
             continue
         if key in skipped and key not in made_now:
-            report.rows.append(_skipped_row(theorem, attempt, mode))
+            rows.append(_skipped_row(theorem, attempt, mode))
         else:
-            fill = fills.get((*key, attempt.attempt))  # the write-back of this very attempt
-            report.rows.append(_row(theorem, attempt, fill, mode))
-    report.seconds = time.perf_counter() - started
-    return report
+            fill = fills.get((*key, attempt.attempt))
+            rows.append(_row(theorem, attempt, fill, mode))
+    return rows
 
 
 def _launcher(root: Path, config: ProverConfig) -> Launcher:
-    from leanloop.lean.backends import LeanOptions, open_servers
+    from leanloop.prover.assemble import LeanLimits, lean_launcher
 
-    options = LeanOptions(timeout=config.tactic_timeout, sandbox=config.sandbox)
-    return open_servers(config.lean_backend, root, options)
+    launcher: Launcher = lean_launcher(root, config, LeanLimits(instead=None))
+    return launcher
 
 
 def _worktree_servers(servers: Servers, root: Path) -> WorktreeServers:

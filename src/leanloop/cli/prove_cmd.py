@@ -1,24 +1,26 @@
-"""``leanloop prove``: two thin forms over the proving engine (``leanloop.prover.run``) — the
-theorems of a dataset split, on Lean (the REPL in the project the dataset was traced from) or,
-with ``--replay``, on the recorded steps without Lean (``prove_dataset``); or the open sorries
-of a Lean project, written back where Lean accepts them (``prove_project``). Each result goes
-into the database as it comes, then a summary and a report (JSON and a plot; for sorries also
-Markdown)."""
+"""``leanloop prove``: the command line's forms of a ``ProofJob``, run by the proving engine
+(``leanloop.prover.engine``) — the theorems of a dataset split, on Lean (the REPL in the project
+the dataset was traced from) or, with ``--replay``, on the recorded steps without Lean
+(``prove_dataset``); the open sorries of a Lean project, written back where Lean accepts them
+(``prove_project``); or a benchmark's statements (``leanloop.cli.benchmark_cmd``). The options
+build the job (over ``--config``); its components come from ``leanloop.prover.assemble`` and its
+run's name from the job's one rule, so that the agents and the main job resume the same runs.
+Each result goes into the database as it comes, then a summary and a report (JSON and a plot;
+for sorries also Markdown)."""
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+import leanloop.prover.assemble as assemble
 from leanloop.cli.common import (
     DB_OPTION,
     console,
@@ -31,314 +33,382 @@ from leanloop.cli.common import (
 )
 from leanloop.cli.lean_cmd import TraceWatch
 from leanloop.errors import LeanloopError
-from leanloop.prover.config import ProofMode, ProverConfig
+from leanloop.prover.config import ProofMode
+from leanloop.prover.engine import Callbacks, JobInputs, ProofRun, run_job
+from leanloop.prover.job import DatasetTargets, ProofJob, SorryTargets, load_job
 from leanloop.words import plural, share
 
 if TYPE_CHECKING:
-    from leanloop.data.records import ProofAttempt, Theorem
+    from leanloop.data.records import ProofAttempt
 
 
 @dataclass(frozen=True)
 class ProveRequest:
-    """What ``leanloop prove`` was asked, options checked: the two forms read it."""
+    """What ``leanloop prove`` does with a job's results: the database, JSON lines on stdout,
+    where the report goes, and whether a generator was named."""
 
-    generator: str | None
-    settings: ProverConfig
-    mode: ProofMode
     db: str | None
-    run: str | None
-    limit: int | None
-    workers: int | None
-    address: str | None
-    base_url: str | None
-    api_key_env: str
     json_lines: bool
     out: Path
+    generator_given: bool
 
-    def prover(self, dataset_dir: Path | None):
-        return _prover(self.generator, dataset_dir, self.settings, self.base_url, self.api_key_env)
+
+@dataclass(frozen=True)
+class ProveOptions:
+    """The options of ``leanloop prove``, as given."""
+
+    dataset: str | None
+    split: str
+    replay: bool
+    generator: str | None
+    mode: ProofMode | None
+    benchmark: str | None
+    samples: int | None
+    stop_at_first: bool
+    verifier: str
+    prompt: str | None
+    workers: int | None
+    config: str | None
+    db: str | None
+    json_lines: bool
+    run: str | None
+    limit: int | None
+    project: str | None
+    commit: str | None
+    branch: str | None
+    base_url: str | None
+    api_key_env: str
+    address: str | None
+    out: str
+    lean: str | None
+
+    def check(self) -> None:
+        """Options that do not go together are refused, one line each."""
+        given: object
+        if self.benchmark is not None:
+            for given, name in (
+                (self.dataset, "--dataset"),
+                (self.commit, "--commit"),
+                (self.branch, "--branch"),
+            ):
+                if given:
+                    raise LeanloopError(f"{name} does not go with --benchmark")
+            if self.replay:
+                raise LeanloopError(
+                    "--replay replays a dataset's recorded steps; a benchmark has none",
+                    hint="offline, use --generator recorded|samples:FILE --verifier recorded:FILE",
+                )
+            if self.split not in ("test", "valid", "all"):
+                raise LeanloopError(
+                    f"--split {self.split}: a benchmark's splits are test, valid or all"
+                )
+            return
+        for given, name in (
+            (self.samples, "--samples"),
+            (self.prompt, "--prompt"),
+            (self.stop_at_first or None, "--stop-at-first"),
+            (None if self.verifier == "pool" else self.verifier, "--verifier"),
+        ):
+            if given:
+                raise LeanloopError(f"{name} goes with --benchmark")
+        if self.dataset is not None:
+            for given, name in ((self.commit, "--commit"), (self.branch, "--branch")):
+                if given:
+                    raise LeanloopError(f"{name} goes with --project and no --dataset (sorries)")
+        elif self.project is None:
+            raise LeanloopError(
+                "nothing to prove: give --dataset DIR (a split of a dataset) or --project "
+                "DIR|URL (a Lean project's sorries)"
+            )
+        elif self.replay:
+            raise LeanloopError(
+                "--replay replays a dataset's recorded steps: it needs --dataset",
+                hint="proving a project's sorries needs Lean",
+            )
+
+    def targets(self) -> dict[str, Any]:
+        """The job's targets."""
+        if self.benchmark is not None:
+            return {"kind": "benchmark", "spec": self.benchmark, "split": self.split}
+        if self.dataset is not None:
+            return {"kind": "dataset", "path": str(user_path(self.dataset)), "split": self.split}
+        assert self.project is not None
+        return {
+            "kind": "sorries",
+            "project": self.project,
+            "commit": self.commit,
+            "branch": self.branch,
+        }
+
+    def job(self) -> ProofJob:
+        """The job the options (over ``--config``) describe."""
+        mode = self.mode or (ProofMode.WHOLE if self.benchmark is not None else ProofMode.SEARCH)
+        sampling = self.benchmark is not None and mode is ProofMode.WHOLE
+        targets = {**self.targets(), "limit": self.limit}
+        options: dict[str, Any] = {
+            "targets": targets,
+            "mode": "sampling" if sampling else mode.value,
+            "generator": self.generator or ("recorded" if self.replay else None),
+            "base_url": self.base_url,
+            "api_key_env": None if self.api_key_env.lower() == "none" else self.api_key_env,
+            "attempts": self.samples,
+            "stop_at_first": self.stop_at_first or None,
+            "workers": self.workers,
+            "address": self.address,
+            "run": self.run,
+        }
+        if self.replay:
+            options["lean"] = "replay"
+        elif sampling and self.verifier != "pool":
+            options["lean"] = self.verifier
+        else:
+            options["lean"] = self.lean
+        if targets["kind"] != "sorries" and self.project is not None:
+            options["project"] = str(user_path(self.project))
+        if self.prompt is not None:
+            options["sampling"] = {"prompt": self.prompt}
+        given = {k: v for k, v in options.items() if v is not None}
+        return load_job(user_path(self.config) if self.config else None, given)
+
+
+DATASET_OPTION = typer.Option(
+    None,
+    "--dataset",
+    metavar="DIR",
+    help="A LeanDojo-format dataset directory to prove a split of [default: none: prove the "
+    "open sorries of --project].",
+    show_default=False,
+)
+SPLIT_OPTION = typer.Option(
+    "test",
+    "--split",
+    metavar="SPLIT",
+    help="The split to prove: test, val, train (of the random scheme) or SCHEME/SPLIT; "
+    "with --benchmark: test, valid or all.",
+)
+REPLAY_OPTION = typer.Option(
+    False,
+    "--replay",
+    help="No Lean: replay the recorded steps of the traces. What is found is 'replayed "
+    "(recorded proof found)', never proved.",
+)
+GENERATOR_OPTION = typer.Option(
+    None,
+    "--generator",
+    metavar="recorded|hf:PATH|external:MODEL",
+    help="What proposes tactics: the recorded diagnostic, a checkpoint (a trainer's "
+    "output_dir) or a model behind an OpenAI-compatible endpoint [default: recorded with "
+    "--replay].",
+    show_default=False,
+)
+MODE_OPTION = typer.Option(
+    None,
+    "--mode",
+    help="search: tactic by tactic through Lean; whole: whole proofs written by the model, "
+    "each checked by Lean [default: whole with --benchmark, else search].",
+    show_default=False,
+)
+BENCHMARK_OPTION = typer.Option(
+    None,
+    "--benchmark",
+    metavar="FILE|minif2f|proofnet",
+    help="Prove a statement-only benchmark and report pass@k: a JSONL file (name, split, "
+    "header, informal_prefix, formal_statement) or a .lean file whose theorems end in "
+    "sorry; minif2f and proofnet are found in LEANLOOP_BENCHMARKS (or downloaded).",
+    show_default=False,
+)
+SAMPLES_OPTION = typer.Option(
+    None,
+    "--samples",
+    min=1,
+    metavar="N",
+    help="With --benchmark: whole proofs sampled per statement (the n of pass@k; search: "
+    "attempts) [default: samples of the config, 1].",
+    show_default=False,
+)
+STOP_AT_FIRST_OPTION = typer.Option(
+    False,
+    "--stop-at-first",
+    help="With --benchmark: stop sampling a statement at its first verified proof (then "
+    "only pass@N is reported).",
+)
+VERIFIER_OPTION = typer.Option(
+    "pool",
+    "--verifier",
+    metavar="pool|kimina:URL|recorded:FILE",
+    help="With --benchmark: who checks the proofs: leanloop's REPLs in --project, a Kimina "
+    "Lean Server, or Lean's verdicts recorded earlier (offline; labelled recorded).",
+)
+PROMPT_OPTION = typer.Option(
+    None,
+    "--prompt",
+    metavar="complete|chat",
+    help="With --benchmark: the prompt format (or set 'prompt' in --config) [default: complete].",
+    show_default=False,
+)
+WORKERS_OPTION = typer.Option(
+    None,
+    "--workers",
+    min=1,
+    metavar="N",
+    help="Theorems proved at once, one Ray worker each [default: num_workers of the config].",
+    show_default=False,
+)
+CONFIG_OPTION = typer.Option(
+    None,
+    "--config",
+    metavar="FILE",
+    help="A ProofJob YAML or JSON file (targets, generator, mode, lean, search, sampling, "
+    "...; a ProverConfig or BenchmarkConfig file is read as its search or sampling); the "
+    "options given override it.",
+)
+JSON_LINES_OPTION = typer.Option(
+    False, "--json", help="One JSON object per theorem on stdout (the summary on stderr)."
+)
+RUN_OPTION = typer.Option(
+    None,
+    "--run",
+    metavar="NAME",
+    help="The run's name in the database; a rerun of a run skips its finished theorems "
+    "[default: the job's one rule: the generator, the targets, the mode and the policy, as "
+    "the agents and the main job name the same job].",
+    show_default=False,
+)
+LIMIT_OPTION = typer.Option(
+    None, "--limit", min=1, metavar="N", help="Prove only the first N theorems."
+)
+PROJECT_OPTION = typer.Option(
+    None,
+    "--project",
+    metavar="DIR|URL",
+    help="With --dataset (without --replay): the Lean project the dataset was traced from, "
+    "checked out at its commit and built. Without --dataset: the Lean project (a directory "
+    "or a git URL) whose open sorries are proved; it is traced first if the database does "
+    "not hold it, and each proof is written into its file only after Lean accepted it "
+    "there and its axioms passed the audit (the original kept under .leanloop-backups/).",
+)
+COMMIT_OPTION = typer.Option(
+    None, "--commit", metavar="SHA", help="The commit of a --project URL [default: HEAD]."
+)
+BRANCH_OPTION = typer.Option(
+    None,
+    "--branch",
+    metavar="NAME",
+    help="Check and commit each proof on this git branch of the project, in a worktree "
+    "of its own (created from HEAD; never the branch checked out); your files get a proof "
+    "too only where they still match the branch.",
+)
+BASE_URL_OPTION = typer.Option(
+    None, "--base-url", metavar="URL", help="The endpoint of external:MODEL (.../v1)."
+)
+API_KEY_ENV_OPTION = typer.Option(
+    "auto",
+    "--api-key-env",
+    metavar="NAME",
+    help="The variable holding the endpoint's API key ('auto': HF_TOKEN for Hugging "
+    "Face's router, where a hub name goes without --base-url, else OPENAI_API_KEY; "
+    "'none': send no key).",
+)
+ADDRESS_OPTION = typer.Option(
+    None, "--address", metavar="ray://HOST:PORT", help="Run the workers on this Ray cluster."
+)
+OUT_OPTION = typer.Option(
+    "build/prove", "--out", metavar="DIR", help="Where the report (JSON and PNG) goes."
+)
+LEAN_OPTION = typer.Option(
+    None,
+    "--lean",
+    metavar="repl|pantograph",
+    help="The Lean backend leanloop starts (the job's lean: in --config) [default: repl].",
+    show_default=False,
+)
 
 
 def prove(
-    dataset: str | None = typer.Option(
-        None,
-        "--dataset",
-        metavar="DIR",
-        help="A LeanDojo-format dataset directory to prove a split of [default: none: prove the "
-        "open sorries of --project].",
-        show_default=False,
-    ),
-    split: str = typer.Option(
-        "test",
-        "--split",
-        metavar="SPLIT",
-        help="The split to prove: test, val, train (of the random scheme) or SCHEME/SPLIT; "
-        "with --benchmark: test, valid or all.",
-    ),
-    replay: bool = typer.Option(
-        False,
-        "--replay",
-        help="No Lean: replay the recorded steps of the traces. What is found is 'replayed "
-        "(recorded proof found)', never proved.",
-    ),
-    generator: str | None = typer.Option(
-        None,
-        "--generator",
-        metavar="recorded|hf:PATH|external:MODEL",
-        help="What proposes tactics: the recorded diagnostic, a checkpoint (a trainer's "
-        "output_dir) or a model behind an OpenAI-compatible endpoint [default: recorded with "
-        "--replay].",
-        show_default=False,
-    ),
-    mode: ProofMode | None = typer.Option(
-        None,
-        "--mode",
-        help="search: tactic by tactic through Lean; whole: whole proofs written by the model, "
-        "each checked by Lean [default: whole with --benchmark, else search].",
-        show_default=False,
-    ),
-    benchmark: str | None = typer.Option(
-        None,
-        "--benchmark",
-        metavar="FILE|minif2f|proofnet",
-        help="Prove a statement-only benchmark and report pass@k: a JSONL file (name, split, "
-        "header, informal_prefix, formal_statement) or a .lean file whose theorems end in "
-        "sorry; minif2f and proofnet are found in LEANLOOP_BENCHMARKS (or downloaded).",
-        show_default=False,
-    ),
-    samples: int | None = typer.Option(
-        None,
-        "--samples",
-        min=1,
-        metavar="N",
-        help="With --benchmark: whole proofs sampled per statement (the n of pass@k; search: "
-        "attempts) [default: samples of the config, 1].",
-        show_default=False,
-    ),
-    stop_at_first: bool = typer.Option(
-        False,
-        "--stop-at-first",
-        help="With --benchmark: stop sampling a statement at its first verified proof (then "
-        "only pass@N is reported).",
-    ),
-    verifier: str = typer.Option(
-        "pool",
-        "--verifier",
-        metavar="pool|kimina:URL|recorded:FILE",
-        help="With --benchmark: who checks the proofs: leanloop's REPLs in --project, a Kimina "
-        "Lean Server, or Lean's verdicts recorded earlier (offline; labelled recorded).",
-    ),
-    prompt: str | None = typer.Option(
-        None,
-        "--prompt",
-        metavar="complete|chat",
-        help="With --benchmark: the prompt format (or set 'prompt' in --config) [default: "
-        "complete].",
-        show_default=False,
-    ),
-    workers: int | None = typer.Option(
-        None,
-        "--workers",
-        min=1,
-        metavar="N",
-        help="Theorems proved at once, one Ray worker each [default: num_workers of the config].",
-        show_default=False,
-    ),
-    config: str | None = typer.Option(
-        None,
-        "--config",
-        metavar="FILE",
-        help="A ProverConfig YAML or JSON file (with --benchmark and whole proofs: a "
-        "BenchmarkConfig).",
-    ),
+    dataset: str | None = DATASET_OPTION,
+    split: str = SPLIT_OPTION,
+    replay: bool = REPLAY_OPTION,
+    generator: str | None = GENERATOR_OPTION,
+    mode: ProofMode | None = MODE_OPTION,
+    benchmark: str | None = BENCHMARK_OPTION,
+    samples: int | None = SAMPLES_OPTION,
+    stop_at_first: bool = STOP_AT_FIRST_OPTION,
+    verifier: str = VERIFIER_OPTION,
+    prompt: str | None = PROMPT_OPTION,
+    workers: int | None = WORKERS_OPTION,
+    config: str | None = CONFIG_OPTION,
     db: str | None = DB_OPTION,
-    json_lines: bool = typer.Option(
-        False, "--json", help="One JSON object per theorem on stdout (the summary on stderr)."
-    ),
-    run: str | None = typer.Option(
-        None,
-        "--run",
-        metavar="NAME",
-        help="The run's name in the database; a rerun of a run skips its finished theorems "
-        "[default: from the generator, dataset and split].",
-        show_default=False,
-    ),
-    limit: int | None = typer.Option(
-        None, "--limit", min=1, metavar="N", help="Prove only the first N theorems."
-    ),
-    project: str | None = typer.Option(
-        None,
-        "--project",
-        metavar="DIR|URL",
-        help="With --dataset (without --replay): the Lean project the dataset was traced from, "
-        "checked out at its commit and built. Without --dataset: the Lean project (a directory "
-        "or a git URL) whose open sorries are proved; it is traced first if the database does "
-        "not hold it, and each proof is written into its file only after Lean accepted it "
-        "there and its axioms passed the audit (the original kept under .leanloop-backups/).",
-    ),
-    commit: str | None = typer.Option(
-        None, "--commit", metavar="SHA", help="The commit of a --project URL [default: HEAD]."
-    ),
-    branch: str | None = typer.Option(
-        None,
-        "--branch",
-        metavar="NAME",
-        help="Check and commit each proof on this git branch of the project, in a worktree "
-        "of its own (created from HEAD; never the branch checked out); your files get a proof "
-        "too only where they still match the branch.",
-    ),
-    base_url: str | None = typer.Option(
-        None, "--base-url", metavar="URL", help="The endpoint of external:MODEL (.../v1)."
-    ),
-    api_key_env: str = typer.Option(
-        "auto",
-        "--api-key-env",
-        metavar="NAME",
-        help="The variable holding the endpoint's API key ('auto': HF_TOKEN for Hugging "
-        "Face's router, where a hub name goes without --base-url, else OPENAI_API_KEY; "
-        "'none': send no key).",
-    ),
-    address: str | None = typer.Option(
-        None, "--address", metavar="ray://HOST:PORT", help="Run the workers on this Ray cluster."
-    ),
-    out: str = typer.Option(
-        "build/prove", "--out", metavar="DIR", help="Where the report (JSON and PNG) goes."
-    ),
-    lean: str | None = typer.Option(
-        None,
-        "--lean",
-        metavar="repl|pantograph",
-        help="The Lean backend leanloop starts (lean_backend of the config) [default: repl].",
-        show_default=False,
-    ),
+    json_lines: bool = JSON_LINES_OPTION,
+    run: str | None = RUN_OPTION,
+    limit: int | None = LIMIT_OPTION,
+    project: str | None = PROJECT_OPTION,
+    commit: str | None = COMMIT_OPTION,
+    branch: str | None = BRANCH_OPTION,
+    base_url: str | None = BASE_URL_OPTION,
+    api_key_env: str = API_KEY_ENV_OPTION,
+    address: str | None = ADDRESS_OPTION,
+    out: str = OUT_OPTION,
+    lean: str | None = LEAN_OPTION,
 ) -> None:
     """Prove the theorems of a dataset split and report pass@1, outcomes and times; with
     --benchmark, sample whole proofs of a benchmark's statements and report pass@k; or, with
     --project alone, prove a Lean project's open sorries and write back the proofs Lean
     accepts."""
-    mode = mode or (ProofMode.WHOLE if benchmark is not None else ProofMode.SEARCH)
-    prover_config = config is not None and (benchmark is None or mode is ProofMode.SEARCH)
-    settings = (
-        ProverConfig.from_yaml(user_path(config))
-        if prover_config and config is not None
-        else ProverConfig()
-    )
-    if lean is not None:
-        settings = dataclasses.replace(settings, lean_backend=lean)
-    request = ProveRequest(
-        generator=generator or ("recorded" if replay else None),
-        settings=settings,
-        mode=mode,
-        db=db,
-        run=run,
-        limit=limit,
-        workers=workers,
-        address=address,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        json_lines=json_lines,
-        out=user_path(out),
-    )
-    given: object  # options of several types, checked below
-    if benchmark is not None:
-        from leanloop.cli.benchmark_cmd import BenchmarkRequest, prove_benchmark
-
-        for given, name in ((dataset, "--dataset"), (commit, "--commit"), (branch, "--branch")):
-            if given:
-                raise LeanloopError(f"{name} does not go with --benchmark")
-        if replay:
-            raise LeanloopError(
-                "--replay replays a dataset's recorded steps; a benchmark has none",
-                hint="offline, use --generator recorded|samples:FILE --verifier recorded:FILE",
-            )
-        asked = BenchmarkRequest(
-            spec=benchmark,
-            split=split,
-            samples=samples,
-            stop_at_first=stop_at_first,
-            verifier=verifier,
-            prompt=prompt,
-            config=user_path(config) if config and not prover_config else None,
-            project=project,
-        )
-        prove_benchmark(request, asked)
-        return
-    for given, name in (
-        (samples, "--samples"),
-        (prompt, "--prompt"),
-        (stop_at_first or None, "--stop-at-first"),
-        (None if verifier == "pool" else verifier, "--verifier"),
-    ):
-        if given:
-            raise LeanloopError(f"{name} goes with --benchmark")
-    if dataset is not None:
-        for given, name in ((commit, "--commit"), (branch, "--branch")):
-            if given:
-                raise LeanloopError(f"{name} goes with --project and no --dataset (sorries)")
-        prove_dataset(request, existing_path(dataset, "dataset"), split, replay, project)
-    elif project is None:
-        raise LeanloopError(
-            "nothing to prove: give --dataset DIR (a split of a dataset) or --project "
-            "DIR|URL (a Lean project's sorries)"
-        )
-    elif replay:
-        raise LeanloopError(
-            "--replay replays a dataset's recorded steps: it needs --dataset",
-            hint="proving a project's sorries needs Lean",
-        )
+    options = ProveOptions(**locals())
+    options.check()
+    job = options.job()
+    request = ProveRequest(db, json_lines, user_path(out), generator is not None or replay)
+    if isinstance(job.targets, DatasetTargets):
+        prove_dataset(job, request)
+    elif isinstance(job.targets, SorryTargets):
+        prove_project(job, request)
     else:
-        prove_project(request, project, commit, branch)
+        from leanloop.cli.benchmark_cmd import prove_benchmark
+
+        prove_benchmark(job, request)
 
 
-def prove_dataset(
-    request: ProveRequest, dataset_dir: Path, split: str, replay: bool, project: str | None
-) -> None:
+def prove_dataset(job: ProofJob, request: ProveRequest) -> None:
     """``prove --dataset``: a split's theorems through the proving engine, then the summary
     and the report."""
-    from leanloop.prover.run import run_proofs
-
-    if request.generator is None:
+    if not request.generator_given:
         raise LeanloopError(
             "choose what proposes tactics with --generator",
             hint="hf:PATH (a trained checkpoint) or external:MODEL; --replay runs without Lean",
         )
-    servers = _replay_servers(dataset_dir) if replay else _lean_servers(project, request)
+    assert isinstance(job.targets, DatasetTargets)
+    servers = assemble.servers(job)  # Lean is checked first
     database = open_database(request.db)  # before the model is loaded and the split read
-    prover = request.prover(dataset_dir)
-    theorems, term_mode = _theorems(dataset_dir, split, replay=replay, limit=request.limit)
-    if term_mode:
+    prover = assemble.prover(job)
+    replay = job.lean_kind == "replay"
+    found = assemble.dataset_theorems(job.targets, replay=replay)
+    if found.chosen:
+        err_console.print(found.chosen, highlight=False)
+    if found.term_mode:
         err_console.print(
-            f"{term_mode} theorems without traced tactics are left out: the replay has no "
+            f"{found.term_mode} theorems without traced tactics are left out: the replay has no "
             "recorded step of a term-mode proof",
             highlight=False,
         )
-    if not theorems:
-        raise LeanloopError(f"{dataset_dir}: no theorem to prove in split {split!r}")
-    tag = request.settings.policy_tag
-    run_name = request.run or (
-        f"{request.generator}:{dataset_dir.name}/{split}"
-        + (":whole" if request.mode is ProofMode.WHOLE else "")
-        + (f":{tag}" if tag and not replay else "")
-        + (":replay" if replay else "")
-    )
+    if not found.theorems:
+        raise LeanloopError(
+            f"{job.targets.path}: no theorem to prove in split {job.targets.split!r}"
+        )
+    run_name = job.run_name(assemble.identity(prover))
     show = _json_printer(request.json_lines)
     with (
         on_interrupt(proving_stopped(database, run_name)),
-        progress_bar(f"proving {plural(len(theorems), 'theorem')} ({run_name})") as update,
+        progress_bar(f"proving {plural(len(found.theorems), 'theorem')} ({run_name})") as update,
     ):
-        outcome = run_proofs(
-            theorems,
-            prover,
-            servers,
-            mode=request.mode,
-            project_root=None if replay or project is None else user_path(project),
+        inputs = JobInputs(
             database=database,
-            run=run_name,
-            num_workers=request.workers,
-            address=request.address,
-            progress=update,
-            on_result=show,
+            theorems=found.theorems,
+            callbacks=Callbacks(progress=update, on_result=show),
+            prover=prover,
+            servers=servers,
         )
+        outcome = run_job(job, inputs)
+    assert isinstance(outcome, ProofRun)
     for attempt in outcome.skipped:
         show(attempt)
     report = outcome.report()
@@ -346,14 +416,16 @@ def prove_dataset(
     _write_report(report, request.out, run_name)
 
 
-def prove_project(request: ProveRequest, project: str, commit: str | None, branch: str | None):
+def prove_project(job: ProofJob, request: ProveRequest) -> None:
     """``prove --project``: trace the project if needed, prove its open sorries through the
     proving engine and write back what Lean accepts (the engine's hook)."""
-    from leanloop.agent.proving import prove_sorries
+    from leanloop.agent.proving import SorryInputs, prove_sorry_job
     from leanloop.agent.repositories import require_lean, setup_project
     from leanloop.lean.project import is_remote
 
-    if request.generator is None or request.generator.startswith("recorded"):
+    assert isinstance(job.targets, SorryTargets) and job.targets.project is not None
+    project = job.targets.project
+    if not request.generator_given or job.generator.startswith("recorded"):
         raise LeanloopError(
             "proving sorries needs a model: --generator hf:PATH or external:MODEL",
             hint="the recorded diagnostic only replays a dataset's own proofs",
@@ -367,35 +439,27 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
         on_interrupt(watch.note),
         progress_bar(f"tracing {project} (if the database does not hold it)") as bar,
     ):
-        entry = setup_project(database, project, commit, progress=watch.wrap(bar))
+        entry = setup_project(database, project, job.targets.commit, progress=watch.wrap(bar))
     root = entry.open_project().root
-    servers = lean_launcher(root, request.settings)
-    theorems = database.get_sorry_theorems(entry.repository)[: request.limit]
-    prover = request.prover(None)
-    tag = request.settings.policy_tag
-    name = request.run or (
-        f"sorries:{request.generator}"
-        + (":whole" if request.mode is ProofMode.WHOLE else "")
-        + (f":{tag}" if tag else "")
-    )
+    targets = job.targets.model_copy(update={"project": str(root)})
+    job = ProofJob.load(job, targets=targets)
+    servers = assemble.lean_launcher(root, job.prover_config())
+    theorems = database.get_sorry_theorems(entry.repository)[: job.targets.limit]
+    prover = assemble.prover(job)
+    name = job.run_name(assemble.identity(prover))
     stopped = proving_stopped(database, name, written_back=True)
     with (
         on_interrupt(stopped),
         progress_bar(f"proving {plural(len(theorems), 'sorry')} of {entry.repository}") as update,
     ):
-        report = prove_sorries(
-            theorems,
-            prover,
-            root,
-            servers=servers,
-            database=database,
-            branch=branch,
-            mode=request.mode,
-            run=name,
-            num_workers=request.workers,
-            address=request.address,
-            progress=update,
-        )
+        inputs = SorryInputs(theorems, servers, database, progress=update)
+        report = prove_sorry_job(job, prover, inputs)
+    _sorry_summary(report, request)
+    written = report.write(request.out / entry.slug)
+    err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
+
+
+def _sorry_summary(report, request: ProveRequest) -> None:
     out_console = err_console if request.json_lines else console
     if request.json_lines:
         for row in report.rows:
@@ -412,8 +476,6 @@ def prove_project(request: ProveRequest, project: str, commit: str | None, branc
         )
     out_console.print(table)
     out_console.print(report.summary(), highlight=False)
-    written = report.write(request.out / entry.slug)
-    err_console.print(f"report: {', '.join(map(str, written))}", highlight=False)
 
 
 def proving_stopped(database, run: str, *, written_back: bool = False) -> Callable[[], str]:
@@ -433,117 +495,6 @@ def proving_stopped(database, run: str, *, written_back: bool = False) -> Callab
         )
 
     return note
-
-
-REPLAY_INSTEAD = "--replay replays the recorded proofs without Lean"
-
-
-def lean_launcher(
-    root: str | Path | None,
-    settings: ProverConfig | None = None,
-    *,
-    timeout: float | None = None,
-    memory_limit_mb: float | None = None,
-    instead: str | None = REPLAY_INSTEAD,
-):
-    """The Lean servers of a project, of the backend ``settings`` names (each request bounded
-    by ``timeout``, else the tactic timeout of ``settings``), after checking that Lean is there
-    (a machine without Lean hears that first, in one line: what is missing, how to install it,
-    and what to do ``instead``); with no project, only the check of elan, lake and lean (the
-    backend is looked for in the project)."""
-    from leanloop.lean.backends import LeanOptions, open_servers
-    from leanloop.lean.errors import ServerNotFound, ToolchainNotFound
-    from leanloop.lean.toolchain import require_tools
-
-    try:
-        if root is None:
-            return require_tools()
-        config = settings or ProverConfig()
-        options = LeanOptions(
-            timeout=config.tactic_timeout if timeout is None else timeout,
-            memory_limit_mb=memory_limit_mb,
-            sandbox=config.sandbox,
-        )
-        return open_servers(config.lean_backend, root, options)
-    except (ToolchainNotFound, ServerNotFound) as exc:
-        hint = "; ".join(h for h in (exc.hint, f"or: {instead}" if instead else None) if h)
-        raise LeanloopError(
-            f"proving needs Lean, which is not installed here ({exc.message})", hint=hint
-        ) from None
-
-
-def _prover(generator, dataset_dir, settings, base_url, api_key_env):
-    kind, _, argument = generator.partition(":")
-    if kind == "recorded" and not argument and dataset_dir is not None:
-        from leanloop.prover.recorded import RecordedProver
-
-        return RecordedProver(dataset_dir, config=settings)
-    if kind == "hf" and argument:
-        from leanloop.prover.hf import HFProver
-
-        return HFProver(user_path(argument), config=settings)
-    if kind == "external" and argument:
-        from leanloop.prover.external import ExternalProver
-
-        key = None if api_key_env.lower() == "none" else api_key_env
-        return ExternalProver(argument, base_url, key, config=settings)
-    raise LeanloopError(f"--generator {generator}: expected recorded, hf:PATH or external:MODEL")
-
-
-def _replay_servers(dataset_dir: Path):
-    from leanloop.prover.replay import ReplayServer
-
-    return functools.partial(ReplayServer.from_dataset, dataset_dir)
-
-
-def _lean_servers(project: str | None, request: ProveRequest):
-    """Lean REPLs in the project the dataset was traced from (Lean checked first)."""
-    if project is None:
-        lean_launcher(None, request.settings)  # says first when Lean itself is missing
-        raise LeanloopError(
-            "proving with Lean needs --project DIR",
-            hint="the Lean project the dataset was traced from, at its commit, built",
-        )
-    return lean_launcher(user_path(project), request.settings)
-
-
-def _theorems(dataset_dir: Path, split: str, *, replay: bool, limit: int | None):
-    """The split's theorems (each once) and how many were left out as term-mode proofs."""
-    from leanloop.data.leandojo import LeanDojoDataset
-
-    data = LeanDojoDataset(dataset_dir)
-    scheme, _, name = split.rpartition("/")
-    files = [f for f in data.split_files if f.split == name and (not scheme or f.scheme == scheme)]
-    if not files:
-        found = ", ".join(data.describe().split(", ")) or "nothing"
-        raise LeanloopError(
-            f"{dataset_dir}: no split {split!r} (found: {found})",
-            hint="--split test, val, train or SCHEME/SPLIT such as random/test",
-        )
-    schemes = sorted({f.scheme for f in files if f.scheme is not None})
-    if not scheme and len(schemes) > 1:  # one scheme's split, not several mixed together
-        chosen = "random" if "random" in schemes else schemes[0]
-        files = [f for f in files if f.scheme == chosen]
-        others = ", ".join(f"{s}/{name}" for s in schemes if s != chosen)
-        err_console.print(
-            f"proving {chosen}/{name} (--split {others} for the other split scheme)",
-            highlight=False,
-        )
-    seen: set = set()
-    theorems: list[Theorem] = []
-    term_mode = 0
-    for item in data.iter_theorem_items(files):
-        theorem = item.parse()
-        if theorem.key in seen:
-            continue
-        seen.add(theorem.key)
-        if replay and not theorem.traced_tactics:
-            term_mode += 1
-            continue
-        theorems.append(theorem)
-        if limit is not None and len(theorems) >= limit:
-            break
-    return theorems, term_mode
 
 
 def _json_line(attempt: ProofAttempt) -> str:

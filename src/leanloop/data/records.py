@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from functools import cached_property, lru_cache
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+if TYPE_CHECKING:
+    from leanloop.lean.audit import Judgement
 
 #: The proof state LeanDojo records after a tactic that closed every goal.
 NO_GOALS = "no goals"
@@ -327,23 +330,81 @@ class AttemptStatus(StrEnum):
         """Whether the attempt found a proof (``proved``, ``replayed`` or ``recorded``)."""
         return self in (AttemptStatus.PROVED, AttemptStatus.REPLAYED, AttemptStatus.RECORDED)
 
+    @classmethod
+    def judged(cls, judgement: Judgement) -> AttemptStatus:
+        """How an attempt ends on Lean's judgement of its declaration — the one reading of a
+        judgement as an attempt's status, for search, whole proofs and sampling alike:
+        accepted and audited is ``proved``; accepted by a verdict whose axioms could not be
+        audited is ``recorded``; refused by the audit is ``refused``; code around the
+        declaration that does not elaborate is an ``error`` (tried again); rejected (an error
+        or a ``sorry`` in the declaration) is ``failed``.
 
-class ProofAttempt(_Record):
-    """One attempt of a prover on a theorem, as an evaluation run records it.
+        Args:
+            judgement: ``lean.audit.judge``'s judgement.
+
+        Returns:
+            The attempt's status.
+        """
+        from leanloop.lean.audit import Outcome
+
+        if judgement.outcome is Outcome.ACCEPTED:
+            return cls.PROVED if judgement.audited else cls.RECORDED
+        return {Outcome.REFUSED: cls.REFUSED, Outcome.BROKEN: cls.ERROR}.get(
+            judgement.outcome, cls.FAILED
+        )
+
+
+class AttemptOutcome(_Record):
+    """How one attempt ended: its status, proof, counts, times, reason and the axioms Lean's
+    audit reported — the fields a search's result (``prover.result.SearchResult``) and the
+    stored attempt (``ProofAttempt``) share, declared once.
 
     Attributes:
-        url: The theorem's repository.
-        commit: Its commit.
-        file_path: Its file.
-        full_name: Its full name.
         status: How the attempt ended.
-        prover: The prover's name.
+        proof: The tactics from the first state to the finished proof, or one whole proof.
         expansions: Search nodes expanded.
         tree_size: Distinct proof states in the search tree.
         seconds: Wall-clock seconds the attempt took.
         lean_seconds: Seconds of it spent waiting for Lean.
         model_seconds: Seconds of it spent in the model.
         error: Why it ended so (an ``error``'s or a refusal's reason), or what was found.
+        axioms: The axioms Lean's audit reported (None: no audit ran, as in a replay).
+    """
+
+    status: AttemptStatus
+    proof: tuple[str, ...] | None = Field(
+        default=None, description="The tactics, or a whole proof."
+    )
+    expansions: int = Field(
+        default=0, ge=0, description="Nodes expanded (generator calls per node)."
+    )
+    tree_size: int = Field(default=0, ge=0, description="Distinct proof states in the search tree.")
+    seconds: float = Field(default=0.0, ge=0, description="Wall-clock time of the whole attempt.")
+    lean_seconds: float = Field(default=0.0, ge=0, description="Time spent waiting for the server.")
+    model_seconds: float = Field(default=0.0, ge=0, description="Time spent in the generator.")
+    error: str | None = None
+    axioms: tuple[str, ...] | None = Field(
+        default=None,
+        description="The axioms Lean's audit reported the proof depends on (None: no audit "
+        "ran, as in a replay).",
+    )
+
+    @property
+    def found_proof(self) -> bool:
+        """Whether a proof was found (proved, replayed or recorded)."""
+        return self.status.found_proof
+
+
+class ProofAttempt(AttemptOutcome):
+    """One attempt of a prover on a theorem, as a run records it: where it was (the theorem,
+    the run, which attempt) and how it ended (``AttemptOutcome``'s fields).
+
+    Attributes:
+        url: The theorem's repository.
+        commit: Its commit.
+        file_path: Its file.
+        full_name: Its full name.
+        prover: The prover's name.
     """
 
     run: str = Field(description="The evaluation run (a rerun of it skips finished theorems).")
@@ -352,20 +413,7 @@ class ProofAttempt(_Record):
     file_path: str
     full_name: str
     attempt: int = Field(default=0, ge=0, description="Which attempt on this theorem (for pass@k).")
-    status: AttemptStatus
-    proof: tuple[str, ...] | None = Field(
-        default=None, description="The tactics, or a whole proof."
-    )
     prover: str = ""
-    expansions: int = Field(default=0, ge=0)
-    tree_size: int = Field(default=0, ge=0)
-    seconds: float = Field(default=0.0, ge=0)
-    lean_seconds: float = Field(default=0.0, ge=0)
-    model_seconds: float = Field(default=0.0, ge=0)
-    error: str | None = None
-    axioms: tuple[str, ...] | None = Field(
-        default=None, description="The axioms Lean's audit reported the proof depends on."
-    )
     environment: Literal["lean", "replay", "recorded"] | None = Field(
         default=None,
         description="Where it ran: 'lean' (a Lean server checked it now), 'replay' (recorded "

@@ -10,9 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass
 
-from leanloop.configfile import CONFIG, ConfigBase
+from leanloop.configfile import CONFIG
 from leanloop.data.benchmark import BenchmarkProblem
-from leanloop.lean.axioms import STANDARD_AXIOMS, AxiomPolicy
+from leanloop.prover.config import SoundnessPolicy
 
 _FENCED = re.compile(r"```[ \t]*(lean4|lean)[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _FIELDS = ("header", "informal_prefix", "formal_statement", "name", "goal")
@@ -118,14 +118,15 @@ PROMPTS: dict[str, ProofPrompt] = {
 
 
 @dataclass(config=CONFIG)
-class BenchmarkConfig(ConfigBase):
+class BenchmarkConfig(SoundnessPolicy):
     """A benchmark evaluation: ``samples`` whole proofs per statement, asked for in batches of
     ``batch_size``, checked by ``workers`` verification workers fed through a queue of at most
     ``queue_size`` candidates (generation waits when it is full). ``prompt`` is a format's
     fields or the name of one of ``PROMPTS`` (``complete``, ``chat``).
 
     A proof counts only when Lean accepted the declaration and its axioms are among
-    ``allowed_axioms`` (``sorryAx`` never; native code only with ``allow_native``).
+    ``allowed_axioms`` (``sorryAx`` never; native code only with ``allow_native``): the
+    soundness policy's fields, declared once in ``SoundnessPolicy``.
     """
 
     samples: int = Field(
@@ -158,13 +159,6 @@ class BenchmarkConfig(ConfigBase):
     )
     max_tokens: int = Field(default=2048, ge=1, description="Tokens per sampled proof at most.")
     temperature: float = Field(default=1.0, ge=0, description="Sampling temperature.")
-    allowed_axioms: tuple[str, ...] = Field(
-        default=tuple(sorted(STANDARD_AXIOMS)),
-        description="Axioms a proof may depend on (sorryAx never).",
-    )
-    allow_native: bool = Field(
-        default=False, description="Accept proofs by native code (native_decide, bv_decide)."
-    )
 
     @field_validator("prompt", mode="before")
     @classmethod
@@ -174,8 +168,3 @@ class BenchmarkConfig(ConfigBase):
                 raise ValueError(f"unknown prompt format {value!r} (known: {', '.join(PROMPTS)})")
             return PROMPTS[value]
         return value
-
-    @property
-    def axiom_policy(self) -> AxiomPolicy:
-        """The axiom audit a sampled proof passes before it counts."""
-        return AxiomPolicy(allowed=frozenset(self.allowed_axioms), allow_native=self.allow_native)

@@ -3,9 +3,10 @@ one configuration, LeanDojo-v2's field names included, loadable from YAML or JSO
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, model_validator
 from pydantic.dataclasses import dataclass
@@ -27,7 +28,52 @@ class ProofMode(StrEnum):
 
 
 @dataclass(config=CONFIG)
-class ProverConfig(ConfigBase):
+class SoundnessPolicy(ConfigBase):
+    """What a proof may depend on to count as proved: the one declaration of the soundness
+    policy, whose fields every configuration that judges proofs (``ProverConfig``,
+    ``BenchmarkConfig``, a ``ProofJob``) takes from here."""
+
+    allow_native: bool = Field(
+        default=False,
+        description="Accept proofs that trust compiled code (native_decide, decide +native, "
+        "bv_decide: the axioms Lean.ofReduceBool, Lean.trustCompiler and the per-use "
+        "*._native.* axioms). Off: such proofs are refused by the axiom audit.",
+    )
+    allowed_axioms: tuple[str, ...] = Field(
+        default=("propext", "Classical.choice", "Quot.sound"),
+        description="The axioms a proof may depend on (Lean's #print axioms, read as a set). "
+        "sorryAx is refused whatever this says.",
+    )
+
+    @property
+    def policy_tag(self) -> str:
+        """The axiom policy in a default run name ('' for the standard one), so that a rerun
+        under another policy does not skip what the first one refused."""
+        return self.axiom_policy.tag
+
+    @property
+    def axiom_policy(self) -> AxiomPolicy:
+        """The axiom audit every proof passes before it counts as proved."""
+        from leanloop.lean.axioms import AxiomPolicy
+
+        return AxiomPolicy(allowed=frozenset(self.allowed_axioms), allow_native=self.allow_native)
+
+    def with_policy(self, policy: SoundnessPolicy) -> Self:
+        """This configuration under ``policy``'s soundness policy.
+
+        Args:
+            policy: Where the policy comes from (e.g. a ``ProofJob``).
+
+        Returns:
+            A copy with ``policy``'s ``allowed_axioms`` and ``allow_native``.
+        """
+        return dataclasses.replace(
+            self, allowed_axioms=policy.allowed_axioms, allow_native=policy.allow_native
+        )
+
+
+@dataclass(config=CONFIG)
+class ProverConfig(SoundnessPolicy):
     """How provers search. The first seven fields are LeanDojo-v2's ``ProverConfig`` (there no
     prover read them; here every one is used or explained); the rest are leanloop's.
 
@@ -119,17 +165,6 @@ class ProverConfig(ConfigBase):
         description="Replay a proof found by search from a fresh start of the proof on the "
         "same server before reporting it.",
     )
-    allow_native: bool = Field(
-        default=False,
-        description="Accept proofs that trust compiled code (native_decide, decide +native, "
-        "bv_decide: the axioms Lean.ofReduceBool, Lean.trustCompiler and the per-use "
-        "*._native.* axioms). Off: such proofs are refused by the axiom audit.",
-    )
-    allowed_axioms: tuple[str, ...] = Field(
-        default=("propext", "Classical.choice", "Quot.sound"),
-        description="The axioms a proof may depend on (Lean's #print axioms, read as a set). "
-        "sorryAx is refused whatever this says.",
-    )
     server_uses: int = Field(
         default=100,
         ge=1,
@@ -168,19 +203,6 @@ class ProverConfig(ConfigBase):
         description="HFProver and RetrievalProver: the dtype the generator loads in (None: "
         "bf16 on a GPU that has it, else float32).",
     )
-
-    @property
-    def policy_tag(self) -> str:
-        """The axiom policy in a default run name ('' for the standard one), so that a rerun
-        under another policy does not skip what the first one refused."""
-        return self.axiom_policy.tag
-
-    @property
-    def axiom_policy(self) -> AxiomPolicy:
-        """The axiom audit every proof passes before it counts as proved."""
-        from leanloop.lean.axioms import AxiomPolicy
-
-        return AxiomPolicy(allowed=frozenset(self.allowed_axioms), allow_native=self.allow_native)
 
     @classmethod
     def from_dict(cls, data: Any, source: str | None = None) -> ProverConfig:

@@ -41,18 +41,13 @@ class ChatGenerator:
         logprobs: bool,
         prompt_format: PromptFormat,
     ) -> None:
-        import openai
-
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.logprobs = logprobs
         self.prompt_format = prompt_format
-        self.client = openai.OpenAI(
-            api_key=api_key_from(api_key_env) or "not-needed",
-            base_url=base_url,
-            timeout=timeout,
-            max_retries=max_retries,
+        self.client = openai_client(
+            api_key_from(api_key_env), base_url, timeout=timeout, max_retries=max_retries
         )
 
     def generate_batch(
@@ -156,6 +151,39 @@ def resolve_endpoint(
         router = base_url is not None and base_url.rstrip("/") == HF_ROUTER_URL
         api_key_env = HF_TOKEN_ENV if router else "OPENAI_API_KEY"
     return base_url, api_key_env
+
+
+#: The key given to clients of endpoints that need none (no key variable).
+NO_KEY = "unused"
+
+
+def openai_client(
+    key: str | None,
+    base_url: str | None,
+    *,
+    timeout: float,
+    max_retries: int,
+    asynchronous: bool = False,
+) -> Any:
+    """The one set-up of the official ``openai`` client for an OpenAI-compatible endpoint,
+    which the prover (``ExternalProver``), the sampler (``EndpointSampler``) and the model
+    server's OpenAI provider share: the key (``NO_KEY`` for an endpoint that needs none), the
+    endpoint, a timeout per request and bounded retries.
+
+    Args:
+        key: The API key (None: the endpoint needs none).
+        base_url: The endpoint (``.../v1``; None: OpenAI's).
+        timeout: Seconds a request may take.
+        max_retries: Retries of a failed request (the client's own back-off).
+        asynchronous: An ``AsyncOpenAI`` (the server) instead of an ``OpenAI`` client.
+
+    Returns:
+        The client.
+    """
+    import openai
+
+    kind = openai.AsyncOpenAI if asynchronous else openai.OpenAI
+    return kind(api_key=key or NO_KEY, base_url=base_url, timeout=timeout, max_retries=max_retries)
 
 
 def api_key_from(variable: str | None) -> str | None:

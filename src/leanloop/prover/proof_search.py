@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from leanloop.data.prompt import collapse_whitespace
 from leanloop.data.records import AttemptStatus
-from leanloop.lean.audit import Outcome, check_declaration
+from leanloop.lean.audit import check_declaration
 from leanloop.lean.errors import LeanError, ServerError
 from leanloop.lean.screen import forbidden_in_proof
 from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
@@ -374,13 +374,11 @@ class _Search:
             judgement, _ = self._lean(check_declaration, self.server, audited, policy)
         except LeanError as exc:
             return _Stop(AttemptStatus.ERROR, f"the Lean server failed on the check: {exc}")
-        if judgement.accepted:
-            return _Stop(AttemptStatus.PROVED, proof=proof, axioms=judgement.axioms)
-        if judgement.outcome is Outcome.BROKEN:
-            return _Stop(AttemptStatus.ERROR, judgement.reason)
-        status = (
-            AttemptStatus.REFUSED if judgement.outcome is Outcome.REFUSED else AttemptStatus.FAILED
-        )
+        status = AttemptStatus.judged(judgement)
+        if status is AttemptStatus.PROVED:
+            return _Stop(status, proof=proof, axioms=judgement.axioms)
+        if status is AttemptStatus.ERROR:
+            return _Stop(status, judgement.reason)
         return _Stop(status, f"the proof found, checked by Lean: {judgement.reason}", proof)
 
     def _replay(self, proof: list[str]) -> str | None:

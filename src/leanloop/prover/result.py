@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from leanloop.data.records import AttemptStatus, ProofAttempt, Theorem
+from leanloop.data.records import AttemptOutcome, AttemptStatus, ProofAttempt, Theorem
 
 
-class SearchResult(BaseModel):
-    """The outcome of a search (or of whole-proof mode) on one theorem or goal.
+class SearchResult(AttemptOutcome):
+    """The outcome of a search (or of whole-proof mode) on one theorem or goal: how the attempt
+    ended (``AttemptOutcome``'s fields, which the stored ``ProofAttempt`` shares) and what it
+    was on.
 
     ``proof`` is set exactly when ``status`` is ``proved`` (Lean accepted it) or ``replayed``
     (found again in recorded data, which no Lean checked): the tactics from the first state to
@@ -19,34 +21,10 @@ class SearchResult(BaseModel):
     ``error`` (and what was found otherwise, e.g. the step a re-check stopped at).
 
     Attributes:
-        status: How the attempt ended.
-        proof: The proof found (see above).
-        error: Why it ended so, or what was found.
+        target: The theorem's full name, or the goal.
     """
 
-    model_config = ConfigDict(frozen=True)
-
     target: str = Field(description="The theorem's full name, or the goal.")
-    status: AttemptStatus
-    proof: tuple[str, ...] | None = None
-    error: str | None = None
-    expansions: int = Field(
-        default=0, ge=0, description="Nodes expanded (generator calls per node)."
-    )
-    tree_size: int = Field(default=0, ge=0, description="Distinct proof states in the search tree.")
-    seconds: float = Field(default=0.0, ge=0, description="Wall-clock time of the whole attempt.")
-    lean_seconds: float = Field(default=0.0, ge=0, description="Time spent waiting for the server.")
-    model_seconds: float = Field(default=0.0, ge=0, description="Time spent in the generator.")
-    axioms: tuple[str, ...] | None = Field(
-        default=None,
-        description="The axioms Lean's audit reported the proof depends on (None: no audit "
-        "ran, as in a replay).",
-    )
-
-    @property
-    def found_proof(self) -> bool:
-        """Whether a proof was found (proved, replayed or recorded)."""
-        return self.status.found_proof
 
     @property
     def proof_text(self) -> str | None:
@@ -76,22 +54,14 @@ class SearchResult(BaseModel):
             The ``ProofAttempt`` to store with ``DynamicDatabase.record_attempt``.
         """
         return ProofAttempt(
+            **self.model_dump(exclude={"target"}),
             run=run,
             url=theorem.url,
             commit=theorem.commit,
             file_path=theorem.file_path,
             full_name=theorem.full_name,
             attempt=attempt,
-            status=self.status,
-            proof=self.proof,
             prover=prover,
-            expansions=self.expansions,
-            tree_size=self.tree_size,
-            seconds=self.seconds,
-            lean_seconds=self.lean_seconds,
-            model_seconds=self.model_seconds,
-            error=self.error,
-            axioms=self.axioms,
             environment=environment,
         )
 

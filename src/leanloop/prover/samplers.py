@@ -175,16 +175,11 @@ class EndpointSampler:
         client: Any = None,
     ) -> None:
         if client is None:
-            import openai
+            from leanloop.prover.external import api_key_from, openai_client, resolve_endpoint
 
-            from leanloop.prover.external import api_key_from
-
-            client = openai.OpenAI(
-                api_key=api_key_from(api_key_env) or "not-needed",
-                base_url=base_url,
-                timeout=timeout,
-                max_retries=max_retries,
-            )
+            base_url, api_key_env = resolve_endpoint(model, base_url, api_key_env)
+            key = api_key_from(api_key_env)
+            client = openai_client(key, base_url, timeout=timeout, max_retries=max_retries)
         self.client = client
         self.model = model
         self.prompt = prompt

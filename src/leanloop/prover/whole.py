@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from leanloop.data.prompt import PromptFormat
 from leanloop.data.records import AttemptStatus
-from leanloop.lean.audit import Outcome, check_declaration
+from leanloop.lean.audit import check_declaration
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
 from leanloop.lean.screen import forbidden_in_proof, screen_candidate
@@ -103,15 +103,14 @@ def check_whole_proofs(
                     error = f"{target.label}: its source is unknown, so no proof can be checked"
                     break
                 judgement, _ = check_declaration(server, audited, policy)
-                if judgement.outcome is Outcome.BROKEN:
-                    status, error = AttemptStatus.ERROR, judgement.reason
+                judged = AttemptStatus.judged(judgement)
+                if judged is AttemptStatus.ERROR:
+                    status, error = judged, judgement.reason
                     break
-                if judgement.accepted:
-                    status, proof, axioms = AttemptStatus.PROVED, (body,), judgement.axioms
+                if judged is AttemptStatus.PROVED:
+                    status, proof, axioms = judged, (body,), judgement.axioms
                     break
-                (refused if judgement.outcome is Outcome.REFUSED else rejected).append(
-                    judgement.reason
-                )
+                (refused if judged is AttemptStatus.REFUSED else rejected).append(judgement.reason)
             else:
                 tactics = split_tactics(body)
                 problem = _replay(server, target, tactics)

@@ -21,13 +21,15 @@ class OpenAIGenerator(RemoteGenerator):
     provider = "openai"
 
     def make_client(self, key: str) -> Any:
-        from openai import AsyncOpenAI
+        from leanloop.prover.external import openai_client
 
-        return AsyncOpenAI(
-            api_key=key,
-            base_url=self.config.base_url,
-            timeout=self.config.timeout,
-            max_retries=self.config.retries,
+        config = self.config
+        return openai_client(
+            key,
+            config.base_url,
+            timeout=config.timeout,
+            max_retries=config.retries,
+            asynchronous=True,
         )
 
     async def sample(
