@@ -24,7 +24,9 @@ class HFProver(BaseProver):
     a LoRA adapter directory (loaded onto its base model) or a model name. ``use_lora=True``
     asserts it is an adapter. ``device="auto"`` picks the accelerator there is. ``decoding``
     holds ``DecodingOptions`` fields (``method``: ``beam`` by default, or ``sample`` with
-    ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...).
+    ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...);
+    ``config.num_attempts`` above 1 needs ``sample`` (beam search would repeat one search). A
+    LoRA adapter is merged into its base model once loaded (the prover only generates).
     The configuration's ``quantization``, ``attn_implementation``, ``device_map`` and ``dtype``
     say how the model is loaded (e.g. ``quantization: 4bit`` for a 7B model on one GPU).
 
@@ -37,8 +39,9 @@ class HFProver(BaseProver):
         decoding: Fields of ``DecodingOptions``.
 
     Raises:
-        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, or a path
-            that is given does not exist.
+        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, a path that
+            is given does not exist, or ``num_attempts`` > 1 with a decoding other than
+            ``sample``.
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class HFProver(BaseProver):
         self.device = device
         self.decoding = dict(decoding or {})
         _check_checkpoint(self.ckpt_path, use_lora)
+        _check_attempts(self.config.num_attempts, self.decoding.get("method", "beam"))
 
     @property
     def name(self) -> str:
@@ -79,7 +83,7 @@ class HFProver(BaseProver):
     def _load_with(self, options: LoadOptions, device: str | None) -> Generator:
         """The generator loaded with the configuration's loading options (quantization,
         attention kernel, device map, dtype)."""
-        from leanloop.ml.causal import load_causal_lm
+        from leanloop.ml.causal import load_causal_lm, merged_for_inference
         from leanloop.ml.device import detect_hardware
         from leanloop.ml.generation import TacticGenerator, recorded_prompt_format
 
@@ -95,7 +99,7 @@ class HFProver(BaseProver):
         if options.device_map is not None or options.quantization is not None:
             device = str(next(loaded.model.parameters()).device)  # placed where it was loaded
         generator = TacticGenerator.from_model(
-            loaded.model,
+            merged_for_inference(loaded.model),
             loaded.tokenizer,
             prompt_format=recorded,
             device=device or hardware.device,
@@ -122,6 +126,17 @@ class HFProver(BaseProver):
         if self.decoding.get("method") == "sample":
             return {"seed": self.config.seed + attempt}
         return {}
+
+
+def _check_attempts(num_attempts: int, method: str) -> None:
+    """Several attempts need a decoding that differs between them: beam search and greedy
+    decoding would repeat one identical search."""
+    if num_attempts > 1 and method != "sample":
+        raise LeanloopError(
+            f"num_attempts={num_attempts} with decoding method '{method}' repeats one identical "
+            "search (beam search and greedy decoding draw nothing at random)",
+            hint="use decoding method 'sample' (each attempt its own seed) or num_attempts=1",
+        )
 
 
 def _check_checkpoint(ckpt_path: str, use_lora: bool) -> None:
