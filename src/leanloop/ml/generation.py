@@ -66,6 +66,9 @@ class DecodingOptions(BaseModel):
             another seed (e.g. the next attempt's) others, and the process's own random state
             is left as it was.
         share_prompt_cache: Run each prompt once for all its beams or samples (default on).
+        backend: The engine that generates, chosen when the generator is loaded (see
+            ``leanloop.ml.vllm_backend.open_generator``): ``transformers`` (default) or
+            ``vllm`` (vLLM in this process, the ``vllm`` extra).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -80,6 +83,7 @@ class DecodingOptions(BaseModel):
     batch_size: int = Field(default=8, ge=1)
     seed: int | None = None
     share_prompt_cache: bool = True
+    backend: Literal["transformers", "vllm"] = "transformers"
 
 
 def rank_tactics(
@@ -193,12 +197,33 @@ class TacticGenerator:
         self.device = device
         self.prompt_format = prompt_format or PromptFormat()
         options = options or DecodingOptions()
-        self.options = _with(options, overrides)
+        self.options = with_overrides(options, overrides)
         self.end_ids = end_token_ids(model, tokenizer)
         #: a T5/ByT5 model (ReProver's generator) reads the state and writes the tactic
         self.encoder_decoder = bool(getattr(model.config, "is_encoder_decoder", False))
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
+
+    def with_prompt_format(self, prompt_format: PromptFormat, **overrides: Any) -> TacticGenerator:
+        """A generator over the same model with another prompt format (e.g. whole proofs).
+
+        Args:
+            prompt_format: The prompt format.
+            **overrides: Fields of ``DecodingOptions`` for it.
+
+        Returns:
+            The generator.
+        """
+        other = TacticGenerator.from_model(
+            self.model,
+            self.tokenizer,
+            prompt_format=prompt_format,
+            options=self.options,
+            device=self.device,
+            **overrides,
+        )
+        other.source, other.adapter = self.source, self.adapter
+        return other
 
     def prompt_text(self, state: str) -> str:
         """The chat prompt for a state, rendered with the tokenizer's template.
@@ -290,7 +315,7 @@ class TacticGenerator:
         """
         if k < 1:
             raise LeanloopError(f"k={k}: ask for at least one tactic")
-        options = _with(self.options, overrides)
+        options = with_overrides(self.options, overrides)
         results: list[list[tuple[str, float, int]]] = []
         for start in range(0, len(prompts), options.batch_size):
             chunk = list(prompts[start : start + options.batch_size])
@@ -379,7 +404,8 @@ class TacticGenerator:
                 and copies > 1
                 and input_ids.shape[1] > 1
             ):
-                extra["cache"] = self._prompt_cache(input_ids, attention_mask, copies)
+                cache = self._prompt_cache(input_ids, attention_mask, copies)
+                extra[_cache_argument(self.model)] = cache
             out = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
@@ -423,12 +449,13 @@ class TacticGenerator:
         positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
         # only the cache is wanted: the logits of one position, not of the whole prompt
         # (a 2,048-token prompt's would take 2,048 rows of the vocabulary's width)
-        extra = {"logits_to_keep": 1} if _keeps_last_logits(self.model) else {}
+        extra: dict[str, Any] = {_cache_argument(self.model): cache}
+        if "logits_to_keep" in _forward_parameters(self.model):
+            extra["logits_to_keep"] = 1
         self.model(
             input_ids=input_ids[:, :-1],
             attention_mask=attention_mask[:, :-1],
             position_ids=positions[:, :-1],
-            cache=cache,
             use_cache=True,
             **extra,
         )
@@ -446,13 +473,19 @@ class TacticGenerator:
         return token_logprobs.sum(dim=1).tolist()
 
 
-def _keeps_last_logits(model) -> bool:
-    """Whether the model's forward computes the logits of its last positions only when asked
-    (``logits_to_keep``, as transformers' causal LMs do)."""
+def _forward_parameters(model) -> set[str]:
+    """The parameters of the forward of a model (of a PEFT model's base)."""
     import inspect
 
     base = getattr(model, "get_base_model", lambda: model)()
-    return "logits_to_keep" in inspect.signature(base.forward).parameters
+    return set(inspect.signature(base.forward).parameters)
+
+
+def _cache_argument(model) -> str:
+    """The name a model takes its key/value cache by: ``cache`` (the Cache API of transformers
+    5.24 and later, which deprecates ``past_key_values`` and will remove it), else
+    ``past_key_values`` (earlier releases)."""
+    return "cache" if "cache" in _forward_parameters(model) else "past_key_values"
 
 
 @contextlib.contextmanager
@@ -475,7 +508,9 @@ def _seeded(device: str, seed: int | None, prompts: Sequence[str]) -> Iterator[N
         yield
 
 
-def _with(options: DecodingOptions, overrides: dict[str, Any]) -> DecodingOptions:
+def with_overrides(options: DecodingOptions, overrides: dict[str, Any]) -> DecodingOptions:
+    """``options`` with the fields of ``overrides`` replaced (a one-line error names an unknown
+    field or a value a field cannot take)."""
     if not overrides:
         return options
     unknown = set(overrides) - set(DecodingOptions.model_fields)

@@ -27,6 +27,7 @@ class HFProver(BaseProver):
     ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...);
     ``config.num_attempts`` above 1 needs ``sample`` (beam search would repeat one search). A
     LoRA adapter is merged into its base model once loaded (the prover only generates).
+    ``decoding={"backend": "vllm"}`` generates with vLLM in this process (the ``vllm`` extra).
     The configuration's ``quantization``, ``attn_implementation``, ``device_map`` and ``dtype``
     say how the model is loaded (e.g. ``quantization: 4bit`` for a 7B model on one GPU).
 
@@ -72,12 +73,12 @@ class HFProver(BaseProver):
         return checkpoint_version(self.ckpt_path)
 
     def load_generator(self) -> Generator:
-        from leanloop.ml.generation import TacticGenerator
+        from leanloop.ml.vllm_backend import open_generator
 
         device = None if self.device == "auto" else self.device
         options = LoadOptions.of(self.config)
-        if options == LoadOptions():
-            return TacticGenerator(self.ckpt_path, device=device, **self.decoding)
+        if options == LoadOptions() or self.decoding.get("backend") == "vllm":
+            return open_generator(self.ckpt_path, device=device, **self.decoding)
         return self._load_with(options, device)
 
     def _load_with(self, options: LoadOptions, device: str | None) -> Generator:
@@ -114,13 +115,7 @@ class HFProver(BaseProver):
         tactics = cast(TacticGenerator, self.generator)  # what load_generator made
         whole = dict(self.decoding)
         whole.setdefault("max_new_tokens", max(4 * tactics.options.max_new_tokens, 256))
-        return TacticGenerator.from_model(
-            tactics.model,
-            tactics.tokenizer,
-            prompt_format=WholeProofFormat(),
-            device=tactics.device,
-            **whole,
-        )
+        return tactics.with_prompt_format(WholeProofFormat(), **whole)
 
     def generator_options(self, attempt: int) -> dict[str, Any]:
         if self.decoding.get("method") == "sample":
