@@ -176,16 +176,6 @@ def test_a_lora_adapter_checkpoint(adapter, trained, few):
         HFProver("/no/such/checkpoint")
 
 
-def test_several_attempts_need_sampling(trained):
-    """Beam search draws nothing at random: a second attempt would repeat the first search."""
-    with pytest.raises(LeanloopError, match="num_attempts=3 with decoding method 'beam'"):
-        prover(trained, config={"num_attempts": 3})
-    with pytest.raises(LeanloopError, match="'greedy' repeats one identical search"):
-        prover(trained, config={"num_attempts": 2}, decoding={"method": "greedy"})
-    sampled = prover(trained, config={"num_attempts": 3}, decoding={"method": "sample"})
-    assert [sampled.generator_options(a) for a in range(3)] == [{"seed": s} for s in range(3)]
-
-
 def test_whole_proof_mode_reports_only_checked_proofs(trained, few):
     hf = prover(trained, config={"num_whole_proofs": 4})
     candidates = hf.generate_whole_proofs(few[0], 4)
@@ -205,3 +195,13 @@ def test_whole_proof_mode_reports_only_checked_proofs(trained, few):
             assert result.proof is None and "candidate proofs was accepted" in result.error
         assert result.model_seconds > 0
     assert AttemptStatus.REPLAYED in outcomes  # the one-step proof is among the candidates
+
+
+def test_several_attempts_need_sampling(trained):
+    """Beam search draws nothing at random: a second attempt would repeat the first search."""
+    with pytest.raises(LeanloopError, match="num_attempts=3 with decoding method 'beam'"):
+        prover(trained, config={"num_attempts": 3})
+    with pytest.raises(LeanloopError, match="'greedy' repeats one identical search"):
+        prover(trained, config={"num_attempts": 2}, decoding={"method": "greedy"})
+    sampled = prover(trained, config={"num_attempts": 3}, decoding={"method": "sample"})
+    assert [sampled.generator_options(a) for a in range(3)] == [{"seed": s} for s in range(3)]

@@ -25,8 +25,9 @@ class HFProver(BaseProver):
     asserts it is an adapter. ``device="auto"`` picks the accelerator there is. ``decoding``
     holds ``DecodingOptions`` fields (``method``: ``beam`` by default, or ``sample`` with
     ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...);
-    ``config.num_attempts`` above 1 needs ``sample`` (beam search would repeat one search). A
-    LoRA adapter is merged into its base model once loaded (the prover only generates).
+    ``config.num_attempts`` above 1 needs ``sample`` (beam search or greedy decoding would repeat
+    one search: a ``LeanloopError`` says so). A LoRA adapter is merged into its base model once
+    loaded (the prover only generates).
     ``decoding={"backend": "vllm"}`` generates with vLLM in this process (the ``vllm`` extra).
     The configuration's ``quantization``, ``attn_implementation``, ``device_map`` and ``dtype``
     say how the model is loaded (e.g. ``quantization: 4bit`` for a 7B model on one GPU).
@@ -40,9 +41,8 @@ class HFProver(BaseProver):
         decoding: Fields of ``DecodingOptions``.
 
     Raises:
-        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, a path that
-            is given does not exist, or ``num_attempts`` > 1 with a decoding other than
-            ``sample``.
+        LeanloopError: ``use_lora`` is set but ``ckpt_path`` holds no adapter, or a path
+            that is given does not exist.
     """
 
     def __init__(
@@ -55,12 +55,13 @@ class HFProver(BaseProver):
         decoding: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(config)
+        # several attempts need a decoding that differs between them (a one-line refusal)
+        _check_attempts(self.config.num_attempts, dict(decoding or {}).get("method", "beam"))
         self.ckpt_path = os.fspath(ckpt_path)
         self.use_lora = use_lora
         self.device = device
         self.decoding = dict(decoding or {})
         _check_checkpoint(self.ckpt_path, use_lora)
-        _check_attempts(self.config.num_attempts, self.decoding.get("method", "beam"))
 
     @property
     def name(self) -> str:
