@@ -124,17 +124,6 @@ class HFProver(BaseProver):
         return {}
 
 
-def _check_attempts(num_attempts: int, method: str) -> None:
-    """Several attempts need a decoding that differs between them: beam search and greedy
-    decoding would repeat one identical search."""
-    if num_attempts > 1 and method != "sample":
-        raise LeanloopError(
-            f"num_attempts={num_attempts} with decoding method '{method}' repeats one identical "
-            "search (beam search and greedy decoding draw nothing at random)",
-            hint="use decoding method 'sample' (each attempt its own seed) or num_attempts=1",
-        )
-
-
 def _check_checkpoint(ckpt_path: str, use_lora: bool) -> None:
     """A clear error now, not when the model loads in a worker, for a missing directory or a
     directory that is not the adapter ``use_lora`` asks for."""
@@ -158,4 +147,15 @@ def _check_checkpoint(ckpt_path: str, use_lora: bool) -> None:
         raise LeanloopError(
             f"checkpoint {directory} holds no LoRA adapter ({ADAPTER_CONFIG} is missing)",
             hint="use_lora=False loads a full model",
+        )
+
+
+def _check_attempts(num_attempts: int, method: str) -> None:
+    """Several attempts need a decoding that differs between them: beam search and greedy
+    decoding would repeat one identical search."""
+    if num_attempts > 1 and method != "sample":
+        raise LeanloopError(
+            f"num_attempts={num_attempts} with decoding method '{method}' repeats one identical "
+            "search (beam search and greedy decoding draw nothing at random)",
+            hint="use decoding method 'sample' (each attempt its own seed) or num_attempts=1",
         )
