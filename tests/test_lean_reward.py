@@ -208,3 +208,67 @@ def test_states_of_a_replaced_process_are_recreated():
     # the cached state of "⊢ True" came from the old process: it is made again, not given up on
     assert reward(["exact trivial"] * 3, state=["⊢ True"] * 3) == [1.0, 1.0, 1.0]
     assert reward.stats.unavailable == 0 and server.opened == 3
+
+
+def test_a_pool_of_servers_checks_a_batch_concurrently():
+    """With ``servers=3`` three servers check one batch at once: each server's first tactic
+    waits until all three are running one (a sequential check would never get there), and each
+    server recreates a state once, whatever the number of its completions."""
+    import threading
+
+    from leanloop.lean.server import LeanServer, ProofFinished, ProofState, TacticFailed
+
+    together = threading.Barrier(3, timeout=120)
+    made = []
+
+    class Pooled(LeanServer):
+        backend = "pooled"
+
+        def __init__(self):
+            super().__init__()
+            self.opened, self.ran = [], 0
+            made.append(self)
+
+        @property
+        def generation(self):
+            return 1
+
+        def open_sorries(self, code):
+            self.opened.append(code)
+            return [ProofState(len(self.opened), ("⊢ x",), 1, id(self))]
+
+        def run_tactic(self, state, tactic, *, goal=None):
+            self._own(state)
+            self.ran += 1
+            if self.ran == 1:
+                together.wait()  # every server holds a tactic at this point
+            if tactic == "exact trivial":
+                return ProofFinished(state.id)
+            return TacticFailed(f"unknown tactic {tactic}")
+
+        def start_proof(self, goal): ...
+        def start_theorem(self, theorem): ...
+        def close(self): ...
+
+        def check(self, code):  # leanloop's own verdict object: accepted, standard axioms
+            return audited_answer(code)
+
+    reward = LeanCheckedReward(Pooled, servers=3)
+    assert reward.servers == 3 and made == []  # made on first use
+    completions = ["exact trivial", "nope", "exact trivial", "nope"] * 3
+    states = ["⊢ True", "⊢ True", "⊢ 1 = 1", "⊢ 1 = 1"] * 3
+    assert reward(completions, state=states) == [1.0, 0.0, 1.0, 0.0] * 3
+    assert len(made) == 3 and all(server.ran >= 1 for server in made)
+    assert sum(server.ran for server in made) == 12
+    for server in made:  # a state is recreated once per server at most
+        assert len(server.opened) == len(set(server.opened)) <= 2
+    stats = reward.stats
+    assert (stats.checked, stats.closed, stats.failed) == (12, 6, 6)
+
+
+def test_a_pool_needs_a_way_to_make_servers(transcripts):
+    server = replayed(transcripts["proof_branching"], count=0)
+    with pytest.raises(LeanloopError, match="servers=2 needs a function that makes a server"):
+        LeanCheckedReward(server, servers=2)
+    with pytest.raises(LeanloopError, match="servers=0"):
+        LeanCheckedReward(lambda: server, servers=0)

@@ -166,7 +166,8 @@ def test_the_prover_ships_without_its_model(trained, few):
 def test_a_lora_adapter_checkpoint(adapter, trained, few):
     hf = prover(adapter, use_lora=True)
     result = hf.search(ReplayServer(few), theorem=few[0])
-    assert hasattr(hf.generator.model, "peft_config")  # the adapter on its base model
+    # the adapter was loaded on its base model and merged into it: the prover only generates
+    assert hf.generator.adapter and not hasattr(hf.generator.model, "peft_config")
     assert result.status in (AttemptStatus.REPLAYED, AttemptStatus.FAILED)
     assert result.expansions >= 1 and result.model_seconds > 0
     with pytest.raises(LeanloopError, match="holds no LoRA adapter"):
@@ -196,3 +197,13 @@ def test_whole_proof_mode_reports_only_checked_proofs(trained, few):
             assert result.proof is None and "candidate proofs was accepted" in result.error
         assert result.model_seconds > 0
     assert AttemptStatus.REPLAYED in outcomes  # the one-step proof is among the candidates
+
+
+def test_several_attempts_need_sampling(trained):
+    """Beam search draws nothing at random: a second attempt would repeat the first search."""
+    with pytest.raises(LeanloopError, match="num_attempts=3 with decoding method 'beam'"):
+        prover(trained, config={"num_attempts": 3})
+    with pytest.raises(LeanloopError, match="'greedy' repeats one identical search"):
+        prover(trained, config={"num_attempts": 2}, decoding={"method": "greedy"})
+    sampled = prover(trained, config={"num_attempts": 3}, decoding={"method": "sample"})
+    assert [sampled.generator_options(a) for a in range(3)] == [{"seed": s} for s in range(3)]

@@ -140,15 +140,44 @@ def load_causal_lm(
 
 
 def _load_model(source: str, cache_dir: Path | None, kwargs: dict[str, Any]):
-    from transformers import AutoModelForCausalLM
+    """The model of ``source``: a causal LM, or an encoder-decoder (T5, ByT5: ReProver's
+    generator) when its configuration says it is one."""
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM
 
+    encoder_decoder = _is_encoder_decoder(source, cache_dir)
+    loader = AutoModelForSeq2SeqLM if encoder_decoder else AutoModelForCausalLM
     try:
-        return load_pretrained(AutoModelForCausalLM, source, cache_dir=cache_dir, **kwargs)
+        return load_pretrained(loader, source, cache_dir=cache_dir, **kwargs)
     except ImportError as exc:  # a kernel or quantization library transformers could not use
         option = "attn_implementation" if "attn" in str(exc).lower() else "quantization"
         raise LeanloopError(
             f"cannot load {source} with {option}={kwargs.get(option)!r}: {str(exc).splitlines()[0]}"
         ) from None
+
+
+def _is_encoder_decoder(source: str, cache_dir: Path | None) -> bool:
+    """Whether ``source`` holds an encoder-decoder (T5, ByT5), as its configuration says."""
+    from transformers import AutoConfig
+
+    config = load_pretrained(AutoConfig, source, cache_dir=cache_dir)
+    return bool(getattr(config, "is_encoder_decoder", False))
+
+
+def merged_for_inference(model):
+    """A model that only generates, as fast as its base: a PEFT model's LoRA weights merged into
+    the base weights (``merge_and_unload``), so that no step computes the adapter's extra
+    products. A plain model, or an adapter over a quantized base (whose 4/8-bit weights cannot
+    take the sum exactly), is returned as it is.
+
+    Args:
+        model: A ``transformers`` model, or a PEFT model over one.
+
+    Returns:
+        The model to generate with.
+    """
+    if not hasattr(model, "merge_and_unload") or is_quantized(model):
+        return model
+    return model.merge_and_unload()
 
 
 def _prepare_kbit(model, gradient_checkpointing: bool):

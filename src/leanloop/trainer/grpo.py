@@ -185,6 +185,10 @@ class GRPOTrainer(HFCurriculumTrainer):
 
     def check_arguments(self) -> None:
         self.reward_funcs = check_reward_funcs(self.reward_func, self.config.reward_weights)
+        if self.config.generation_backend == "vllm":
+            from leanloop.ml.vllm_backend import require_vllm
+
+            require_vllm("GRPOTrainer's generation_backend='vllm'")
 
     def example_row(self, example: PromptExample) -> dict[str, Any]:
         return example.row(exclude={"completion"})  # GRPO generates the completions
@@ -210,6 +214,8 @@ class GRPOTrainer(HFCurriculumTrainer):
                 "remove_unused_columns": False,
             }
         )
+        if o.generation_backend == "vllm":  # vLLM in this process, beside training
+            args.update({"use_vllm": True, "vllm_mode": "colocate"})
         args.update(o.trl_args)
         return args
 

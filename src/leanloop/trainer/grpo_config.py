@@ -57,6 +57,11 @@ class GRPOTrainerConfig(HFTrainerConfig):
     reward_weights: list[float] | None = Field(
         default=None, description="Weights of a list of reward functions (None: all 1)."
     )
+    generation_backend: Literal["transformers", "vllm"] = Field(
+        default="transformers",
+        description="What samples the completions: transformers' generate, or vLLM in this "
+        "process, sharing the GPU with training (TRL's colocated vLLM; the 'vllm' extra).",
+    )
     evaluate: bool = Field(
         default=False,
         description="After each repository, sample num_generations completions for each of "

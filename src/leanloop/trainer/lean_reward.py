@@ -1,14 +1,16 @@
 """A GRPO reward checked by Lean: each completion is run as a tactic on its prompt's proof state
-through a Lean server; closing the goal (a proof under leanloop's one soundness policy: Lean
-accepts the goal proved by it as a declaration, and its axioms pass the audit) beats changing
-it, which beats leaving it as it was or an error. A tactic the screen refuses (``run_tac``, a
-declared axiom, ...) never reaches Lean."""
+through a Lean server (a pool of them checking a batch concurrently); closing the goal (a proof
+under leanloop's one soundness policy: Lean accepts the goal proved by it as a declaration, and its
+axioms pass the audit) beats changing it, which beats leaving it as it was or an error. A tactic
+the screen refuses (``run_tac``, a declared axiom, ...) never reaches Lean."""
 
 from __future__ import annotations
 
 import textwrap
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from leanloop.data.prompt import PromptFormat
@@ -38,6 +40,27 @@ class LeanRewardStats:
 #: The name a closed goal is stated under when the reward has Lean judge it.
 REWARD_NAME = "leanloop_reward"
 
+#: What a completion's check can end in (a field of ``LeanRewardStats`` each), and whether Lean
+#: ran its tactic.
+Outcome = tuple[str, bool]
+
+
+@dataclass
+class _Checker:
+    """One Lean server of the reward's pool, with the states it recreated (a state belongs to
+    the process that made it)."""
+
+    make: Callable[[], LeanServer] | None
+    server: LeanServer | None = None
+    starts: dict[str, ProofState | None] = field(default_factory=dict)
+    generation: int = -1
+
+    def lean(self) -> LeanServer:
+        if self.server is None:
+            assert self.make is not None
+            self.server = self.make()
+        return self.server
+
 
 class LeanCheckedReward:
     """``reward(completions, state=[...], **columns)`` for TRL's GRPO trainer.
@@ -54,6 +77,11 @@ class LeanCheckedReward:
     server failure, gives ``None`` (TRL leaves such entries out) rather than blaming the
     completion.
 
+    With ``servers=N`` (and ``server`` a function that makes one, e.g. a ``Launcher``) a batch's
+    completions are checked by N Lean servers at once, each taking the next completion in the
+    order of the states, so that a GRPO group's completions mostly meet a server that has
+    already recreated their state.
+
     Args:
         server: A Lean server, or a function that makes one on first use (in the process
             that uses it).
@@ -69,6 +97,12 @@ class LeanCheckedReward:
         state_column: The dataset column holding the state before.
         prompt_format: How a completion is read as a tactic (default: the default format).
         policy: The axioms a closing proof may use (default: the standard allow-list).
+        servers: Lean servers checking a batch's completions at once, each made by calling
+            ``server`` (which must then be a function, e.g. a ``Launcher``), each with its own
+            recreated states; a batch is shared among them in the order of its states.
+
+    Raises:
+        LeanloopError: ``servers`` is below 1, or above 1 with one server instance.
     """
 
     def __init__(
@@ -86,9 +120,20 @@ class LeanCheckedReward:
         state_column: str = "state",
         prompt_format: PromptFormat | None = None,
         policy: AxiomPolicy | None = None,
+        servers: int = 1,
     ) -> None:
-        self._server = server if isinstance(server, LeanServer) else None
-        self._factory = None if isinstance(server, LeanServer) else server
+        if servers < 1:
+            raise LeanloopError(f"LeanCheckedReward: servers={servers}; give at least 1")
+        if servers > 1 and isinstance(server, LeanServer):
+            raise LeanloopError(
+                f"LeanCheckedReward: servers={servers} needs a function that makes a server "
+                "(e.g. a Launcher), not one server instance",
+                hint="pass the launcher (or a lambda that opens a server) instead",
+            )
+        if isinstance(server, LeanServer):
+            self._checkers = [_Checker(None, server)]
+        else:
+            self._checkers = [_Checker(server) for _ in range(servers)]
         self.header = header.strip()
         self.declaration = declaration
         self.implicit_binders = implicit_binders
@@ -103,41 +148,42 @@ class LeanCheckedReward:
         self.prompt_format = prompt_format or PromptFormat()
         self.policy = policy or AxiomPolicy()
         self.stats = LeanRewardStats()
-        self._starts: dict[str, ProofState | None] = {}
-        self._generation = -1
+        self._lock = threading.Lock()
         self.__name__ = "lean_checked_reward"
 
     @property
     def server(self) -> LeanServer:
-        """The Lean server (made on first use when a function was given)."""
-        if self._server is None:
-            assert self._factory is not None
-            self._server = self._factory()
-        return self._server
+        """The (first) Lean server (made on first use when a function was given)."""
+        return self._checkers[0].lean()
 
-    def _start(self, state: str) -> ProofState | None:
-        server = self.server
-        if self._generation != server.generation:
-            self._starts.clear()
-            self._generation = server.generation
-        if state not in self._starts:
+    @property
+    def servers(self) -> int:
+        """How many Lean servers check completions at once."""
+        return len(self._checkers)
+
+    def _start(self, checker: _Checker, state: str) -> ProofState | None:
+        server = checker.lean()
+        if checker.generation != server.generation:
+            checker.starts.clear()
+            checker.generation = server.generation
+        if state not in checker.starts:
             try:
                 source = goal_to_source(
                     state, declaration=self.declaration, implicit=self.implicit_binders
                 )
             except ValueError:
-                self._starts[state] = None
+                checker.starts[state] = None
                 return None
             code = f"{self.header}\n\n{source}" if self.header else source
             try:
-                self._starts[state] = server.open_sorries(code)[0]
+                checker.starts[state] = server.open_sorries(code)[0]
             except LeanError:
-                self._starts[state] = None
-            self._generation = server.generation
-        return self._starts[state]
+                checker.starts[state] = None
+            checker.generation = server.generation
+        return checker.starts[state]
 
     def score(self, completion: Any, state: str) -> float | None:
-        """The reward of one completion.
+        """The reward of one completion (checked on the first server).
 
         Args:
             completion: The completion as TRL gives it (text, or a list of chat messages).
@@ -147,55 +193,64 @@ class LeanCheckedReward:
             The reward for the outcome; None when the state cannot be recreated or the
             server failed.
         """
+        return self._score(self._checkers[0], completion, state)
+
+    def _score(self, checker: _Checker, completion: Any, state: str) -> float | None:
+        outcome, ran = self._outcome(checker, completion, state)
+        with self._lock:
+            setattr(self.stats, outcome, getattr(self.stats, outcome) + 1)
+            self.stats.checked += ran
+        return self._rewards[outcome]
+
+    @property
+    def _rewards(self) -> dict[str, float | None]:
+        values = self.values
+        return {
+            "closed": values["closed"],
+            "progressed": values["progress"],
+            "unchanged": values["unchanged"],
+            "failed": values["failed"],
+            "refused": values["failed"],
+            "unparsable": values["unparsable"],
+            "unavailable": None,
+        }
+
+    def _outcome(self, checker: _Checker, completion: Any, state: str) -> Outcome:
+        """How the check of one completion ended, and whether Lean ran its tactic."""
         tactic = self.prompt_format.parse(completion_text(completion))
         if tactic is None:
-            self.stats.unparsable += 1
-            return self.values["unparsable"]
+            return "unparsable", False
         if forbidden_in_proof(tactic) is not None:  # never sent to Lean
-            self.stats.refused += 1
-            return self.values["failed"]
+            return "refused", False
         for attempt in range(2):
-            start = self._start(state)
+            start = self._start(checker, state)
             if start is None:
-                self.stats.unavailable += 1
-                return None
+                return "unavailable", False
             try:
-                result = self.server.run_tactic(start, tactic)
+                result = checker.lean().run_tactic(start, tactic)
                 break
             except RequestTimeout:
-                self.stats.failed += 1
-                return self.values["failed"]
+                return "failed", False
             except StaleStateError:
                 # the process that made the state is gone: recreate the state once
-                self._starts.pop(state, None)
+                checker.starts.pop(state, None)
                 if attempt:
-                    self.stats.unavailable += 1
-                    return None
+                    return "unavailable", False
             except ServerError:
-                self.stats.unavailable += 1
-                return None
-        self.stats.checked += 1
+                return "unavailable", False
         assert start is not None  # the loop ends early without a state
         if isinstance(result, ProofFinished):
-            judgement = self._judge(state, tactic)
+            judgement = self._judge(checker.lean(), state, tactic)
             if judgement is None:
-                self.stats.unavailable += 1
-                return None
-            if not judgement.accepted:
-                self.stats.refused += 1
-                return self.values["failed"]
-            self.stats.closed += 1
-            return self.values["closed"]
+                return "unavailable", True
+            return ("closed" if judgement.accepted else "refused"), True
         if isinstance(result, TacticFailed):
-            self.stats.failed += 1
-            return self.values["failed"]
+            return "failed", True
         if result.goals == start.goals:
-            self.stats.unchanged += 1
-            return self.values["unchanged"]
-        self.stats.progressed += 1
-        return self.values["progress"]
+            return "unchanged", True
+        return "progressed", True
 
-    def _judge(self, state: str, tactic: str) -> Judgement | None:
+    def _judge(self, server: LeanServer, state: str, tactic: str) -> Judgement | None:
         """Lean's judgement on the goal of ``state`` proved by ``tactic``, stated as a theorem
         of its own with its axioms audited (None when it cannot be asked)."""
         block = textwrap.indent(tactic.strip("\n"), "  ")
@@ -211,7 +266,7 @@ class LeanCheckedReward:
         code = f"{self.header}\n\n{source}" if self.header else source
         audited = AuditedCode.around(code, len(code) - len(source), len(code), REWARD_NAME)
         try:
-            judgement, _ = check_declaration(self.server, audited, self.policy)
+            judgement, _ = check_declaration(server, audited, self.policy)
         except LeanError:
             return None
         return judgement
@@ -241,9 +296,34 @@ class LeanCheckedReward:
                 f"{plural(len(completions), 'completion')} but {plural(len(states), 'state')} "
                 "for the Lean reward"
             )
-        return [self.score(c, s) for c, s in zip(completions, states, strict=True)]
+        if len(self._checkers) == 1 or len(completions) < 2:
+            return [self.score(c, s) for c, s in zip(completions, states, strict=True)]
+        return self._concurrently(completions, states)
+
+    def _concurrently(self, completions: Sequence[Any], states: Sequence[str]) -> list:
+        """The batch shared among the servers: each takes the next completion in the order of
+        the states (so that one server meets a state's completions in a row), until none is
+        left."""
+        order = iter(sorted(range(len(completions)), key=lambda i: str(states[i])))
+        rewards: list[float | None] = [None] * len(completions)
+        taking = threading.Lock()
+
+        def work(checker: _Checker) -> None:
+            while True:
+                with taking:
+                    index = next(order, None)
+                if index is None:
+                    return
+                rewards[index] = self._score(checker, completions[index], states[index])
+
+        workers = self._checkers[: len(completions)]
+        with ThreadPoolExecutor(len(workers), thread_name_prefix="lean-reward") as pool:
+            for done in [pool.submit(work, checker) for checker in workers]:
+                done.result()
+        return rewards
 
     def close(self) -> None:
-        """Close the Lean server, if one was made."""
-        if self._server is not None:
-            self._server.close()
+        """Close the Lean servers that were made."""
+        for checker in self._checkers:
+            if checker.server is not None:
+                checker.server.close()

@@ -236,33 +236,11 @@ class ProgressTrainer:
             ``progress_metrics.json``.
         """
         import numpy as np
-        from transformers import (
-            AutoModelForSequenceClassification,
-            AutoTokenizer,
-            DataCollatorWithPadding,
-            Trainer,
-            TrainingArguments,
-            set_seed,
-        )
-
-        from leanloop.ml import distributed
-        from leanloop.ml.pretrained import load_pretrained
-        from leanloop.trainer.plots import plot_curves
+        from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
 
         rows = read_progress_rows(self.data_path)
         training, evaluation = split_rows(rows, self.eval_ratio, self.seed)
-        tokenizer = load_pretrained(AutoTokenizer, self.model_name)
-        if tokenizer.pad_token is None:
-            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        set_seed(self.seed)  # the regression head's initial weights are random
-        model = load_pretrained(
-            AutoModelForSequenceClassification,
-            self.model_name,
-            num_labels=1,
-            problem_type="regression",
-        )
-        if model.config.pad_token_id is None:
-            model.config.pad_token_id = tokenizer.pad_token_id
+        model, tokenizer = self._load_model()
         positions = getattr(model.config, "max_position_embeddings", None) or self.max_length
         max_length = min(self.max_length, int(positions))
         train_set, eval_set, mean, std = self._datasets(tokenizer, training, evaluation, max_length)
@@ -296,11 +274,6 @@ class ProgressTrainer:
         setattr(trainer.model.config, MEAN_KEY, mean)
         setattr(trainer.model.config, STD_KEY, std)
         setattr(trainer.model.config, MAX_LENGTH_KEY, max_length)
-        # every process calls it (a sharded model is gathered first); the main one writes
-        trainer.save_model(str(self.output_dir))
-        processes = distributed.current()
-        if processes.is_main:
-            tokenizer.save_pretrained(self.output_dir)
         self.metrics = {
             "mse": final["eval_mse"],
             "mae": final["eval_mae"],
@@ -314,7 +287,41 @@ class ProgressTrainer:
             "steps_mean": mean,
             "steps_std": std,
         }
+        self._save(trainer, tokenizer, work)
+        return self.metrics
+
+    def _load_model(self):
+        """The regression model (one output, a fresh head seeded by ``seed``) and its tokenizer,
+        with a pad token."""
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer, set_seed
+
+        from leanloop.ml.pretrained import load_pretrained
+
+        tokenizer = load_pretrained(AutoTokenizer, self.model_name)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        set_seed(self.seed)  # the regression head's initial weights are random
+        model = load_pretrained(
+            AutoModelForSequenceClassification,
+            self.model_name,
+            num_labels=1,
+            problem_type="regression",
+        )
+        if model.config.pad_token_id is None:
+            model.config.pad_token_id = tokenizer.pad_token_id
+        return model, tokenizer
+
+    def _save(self, trainer, tokenizer, work: Path) -> None:
+        """Save the kept model into ``output_dir`` (through the trainer, on every process: a
+        sharded model is gathered first), and, on the main process, its tokenizer, the metrics
+        and the curves; the epochs' checkpoints go."""
+        from leanloop.ml import distributed
+        from leanloop.trainer.plots import plot_curves
+
+        trainer.save_model(str(self.output_dir))
+        processes = distributed.current()
         if processes.is_main:
+            tokenizer.save_pretrained(self.output_dir)
             (self.output_dir / METRICS_FILE).write_text(json.dumps(self.metrics, indent=2) + "\n")
             plot_curves(
                 trainer.state.log_history,
@@ -329,4 +336,3 @@ class ProgressTrainer:
             self.metrics["mse"],
             self.metrics["mae"],
         )
-        return self.metrics
