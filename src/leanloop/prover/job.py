@@ -337,10 +337,13 @@ def load_job(path: Path | None, overrides: dict[str, Any]) -> ProofJob:
         data = dict(read or {})
     keys = set(data)
     if keys - set(field_names(ProofJob)):  # a field the job lacks: an earlier release's file
+        search, sampling = set(field_names(ProverConfig)), set(field_names(BenchmarkConfig))
+        earlier = ProverConfig if len(keys & search) >= len(keys & sampling) else BenchmarkConfig
+        if path is not None:  # its problems said as that file's, each with its line
+            earlier.from_dict(dict(data), str(path))
         lifted = ("allowed_axioms", "allow_native", "stop_at_first")
         top = {k: data.pop(k) for k in lifted if k in data}
-        section = "search" if keys <= set(field_names(ProverConfig)) else "sampling"
-        data = {section: data, **top}
+        data = {"search" if earlier is ProverConfig else "sampling": data, **top}
     for key, value in overrides.items():
         if key in ("search", "sampling") and isinstance(data.get(key), Mapping):
             data[key] = {**data[key], **value}
