@@ -137,9 +137,9 @@ def test_an_external_hub_model_reads_hf_token_as_the_external_prover_does(
     """``--generator external:OWNER/MODEL`` without ``--base-url`` goes to Hugging Face's router
     with ``HF_TOKEN`` (LeanDojo-v2's default provider), as ``ExternalProver`` does, without
     ``--api-key-env HF_TOKEN``; a plain name keeps ``OPENAI_API_KEY``."""
-    from leanloop.cli.prove_cmd import _prover
-    from leanloop.prover.config import ProverConfig
+    from leanloop.prover import assemble
     from leanloop.prover.external import HF_ROUTER_URL
+    from leanloop.prover.job import DatasetTargets, ProofJob
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("HF_TOKEN", raising=False)
@@ -147,7 +147,10 @@ def test_an_external_hub_model_reads_hf_token_as_the_external_prover_does(
     code, _, err = run_cli(capsys, *argv, "--generator", "external:deepseek-ai/Prover:novita")
     assert_one_line_error(code, err, "$HF_TOKEN is not set")
     monkeypatch.setenv("HF_TOKEN", "hf_test")
-    hub = _prover("external:deepseek-ai/Prover:novita", None, ProverConfig(), None, "auto")
+    job = ProofJob(
+        targets=DatasetTargets(path=sample_dir), generator="external:deepseek-ai/Prover:novita"
+    )
+    hub = assemble.prover(job)
     assert (hub.base_url, hub.api_key_env) == (HF_ROUTER_URL, "HF_TOKEN")
     code, _, err = run_cli(capsys, *argv, "--generator", "external:gpt-4o-mini")
     assert_one_line_error(code, err, "$OPENAI_API_KEY is not set")

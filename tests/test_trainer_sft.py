@@ -215,10 +215,9 @@ def test_two_repositories_lora_adapter(tiny_dir, sample_dir, tmp_path, monkeypat
             assert g.score == pytest.approx(e.score, abs=1e-4)
     # the adapter matters: the reloaded model's logits differ from its base model's
     ids = from_disk.tokenizer(from_disk.prompt_text(states[0]), return_tensors="pt")
-    with torch.no_grad():
+    with torch.no_grad():  # (the adapter is merged into the reloaded model for generation)
         adapted = from_disk.model(**ids).logits
-        with from_disk.model.disable_adapter():
-            plain = from_disk.model(**ids).logits
+        plain = load_causal_lm(tiny_dir).model(**ids).logits
     assert not torch.allclose(adapted, plain)
 
 
@@ -263,6 +262,7 @@ def test_packaged_base_model_keeps_its_name(sample_dir, tmp_path):
     import torch
     from peft import LoraConfig
 
+    from leanloop.ml.causal import load_causal_lm
     from leanloop.ml.generation import TacticGenerator
 
     database, repos = two_repository_db(tmp_path / "lean.db", sample_dir, second_size=10)
@@ -287,8 +287,7 @@ def test_packaged_base_model_keeps_its_name(sample_dir, tmp_path):
     with torch.no_grad():
         reloaded = generator.model(**ids).logits
         trained = trainer.model.eval().to(generator.device)(**ids).logits
-        with generator.model.disable_adapter():
-            base = generator.model(**ids).logits
+        base = load_causal_lm("tinycoder").model.to(generator.device)(**ids).logits
     assert torch.allclose(reloaded, trained, atol=1e-5)
     assert not torch.allclose(reloaded, base, atol=1e-5)  # the step changed the adapter
 
