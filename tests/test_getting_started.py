@@ -6,16 +6,11 @@ site."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.test_readme import BLOCK_TIMEOUT, RUNNABLE, _wait_until_up, readme_blocks
+from tests.test_readme import RUNNABLE, readme_blocks, run_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "getting-started.md"
@@ -48,70 +43,5 @@ def test_the_page_is_in_the_sites_navigation() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_the_blocks_run_as_written(tmp_path: Path) -> None:
-    venv_bin = Path(sys.executable).parent
-    if not (ROOT / ".venv" / "bin" / "activate").is_file():
-        pytest.skip("the page's blocks start from the checkout's .venv (made by make run / test)")
-    fixtures = os.environ.get("LEANLOOP_FIXTURES")
-    if not fixtures or not (Path(fixtures) / "leandojo_benchmark_4").is_dir():
-        pytest.skip("no LeanDojo sample under $LEANLOOP_FIXTURES")
-    home = tmp_path / "home"
-    home.mkdir()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "PATH": f"{venv_bin}{os.pathsep}{os.environ.get('PATH', '')}",
-        "LEANLOOP_DATA_DIR": str(home / ".local" / "share" / "leanloop"),
-        "LEANLOOP_CACHE_DIR": str(home / ".cache" / "leanloop"),
-        "HF_HUB_OFFLINE": "1",
-        "PYTHONUNBUFFERED": "1",
-    }
-    env.pop("LEANLOOP_DB", None)
-    cwd = ROOT
-    where = tmp_path / "cwd"
-    background: list[subprocess.Popen] = []
-    ran: list[int] = []
-    try:
-        for block in readme_blocks(PAGE.read_text(encoding="utf-8")):
-            context = f"getting-started.md:{block.line} ({block.language})"
-            if block.kind == "file":
-                (cwd / block.argument).write_text(block.text, encoding="utf-8")
-            elif block.kind == "background":
-                log = tmp_path / f"background-{block.line}.log"
-                with log.open("w") as out:
-                    background.append(
-                        subprocess.Popen(
-                            ["bash", "-e", "-c", block.text],
-                            cwd=cwd,
-                            env=env,
-                            stdout=out,
-                            stderr=subprocess.STDOUT,
-                            start_new_session=True,
-                        )
-                    )
-                _wait_until_up(block.argument, background[-1], log, limit=180)
-            elif block.kind == "run":
-                if block.language in ("sh", "bash"):
-                    argv = ["bash", "-e", "-o", "pipefail", "-c", f"{block.text}\npwd > {where}\n"]
-                else:
-                    argv = [sys.executable, "-c", block.text]
-                started = time.monotonic()
-                done = subprocess.run(
-                    argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT
-                )
-                assert done.returncode == 0, f"{context} failed:\n{done.stdout}\n{done.stderr}"
-                assert "Traceback" not in done.stderr, f"{context}:\n{done.stderr}"
-                if block.language in ("sh", "bash"):
-                    cwd = Path(where.read_text().strip())
-                print(f"{context}: ran in {time.monotonic() - started:.1f} s")
-            else:
-                continue
-            ran.append(block.line)
-    finally:
-        for process in background:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-                try:
-                    process.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    os.killpg(process.pid, signal.SIGKILL)
+    ran = run_blocks(PAGE, tmp_path)
     assert len(ran) >= 8, f"only blocks {ran} ran"

@@ -119,12 +119,13 @@ def _wait_until_up(url: str, process: subprocess.Popen, log: Path, limit: float)
     pytest.fail(f"{url} did not answer within {limit:.0f} s:\n{log.read_text()}")
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(1800)
-def test_readme_blocks_run_as_written(tmp_path: Path) -> None:
+def run_blocks(page: Path, tmp_path: Path) -> list[int]:
+    """Run ``page``'s marked blocks in order, as written, from the repository's root in a fresh
+    home directory with the packaged models (skipped without the checkout's .venv or the
+    LeanDojo sample); the lines of the blocks that ran."""
     venv_bin = Path(sys.executable).parent
     if not (ROOT / ".venv" / "bin" / "activate").is_file():
-        pytest.skip("the README's blocks start from the checkout's .venv (made by make run / test)")
+        pytest.skip(f"{page.name}'s blocks start from the .venv made by make run / test")
     fixtures = os.environ.get("LEANLOOP_FIXTURES")
     sample = Path(fixtures) / "leandojo_benchmark_4" if fixtures else None
     if sample is None or not sample.is_dir():
@@ -146,8 +147,8 @@ def test_readme_blocks_run_as_written(tmp_path: Path) -> None:
     background: list[subprocess.Popen] = []
     ran: list[int] = []
     try:
-        for block in readme_blocks(README.read_text(encoding="utf-8")):
-            context = f"README.md:{block.line} ({block.language})"
+        for block in readme_blocks(page.read_text(encoding="utf-8")):
+            context = f"{page.name}:{block.line} ({block.language})"
             started = time.monotonic()
             if block.kind == "file":
                 (cwd / block.argument).write_text(block.text, encoding="utf-8")
@@ -164,29 +165,19 @@ def test_readme_blocks_run_as_written(tmp_path: Path) -> None:
                     )
                 background.append(process)
                 _wait_until_up(block.argument, process, log, limit=180)
-            elif block.kind == "run" and block.language in ("sh", "bash"):
-                script = f"{block.text}\npwd > {where}\n"
+            elif block.kind == "run" and block.language in ("sh", "bash", "python"):
+                shell = block.language != "python"
+                if shell:
+                    argv = ["bash", "-e", "-o", "pipefail", "-c", f"{block.text}\npwd > {where}\n"]
+                else:
+                    argv = [sys.executable, "-c", block.text]
                 done = subprocess.run(
-                    ["bash", "-e", "-o", "pipefail", "-c", script],
-                    cwd=cwd,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=BLOCK_TIMEOUT,
+                    argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT
                 )
                 assert done.returncode == 0, f"{context} failed:\n{done.stdout}\n{done.stderr}"
                 assert "Traceback" not in done.stderr, f"{context}:\n{done.stderr}"
-                cwd = Path(where.read_text().strip())
-            elif block.kind == "run" and block.language == "python":
-                done = subprocess.run(
-                    [sys.executable, "-c", block.text],
-                    cwd=cwd,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=BLOCK_TIMEOUT,
-                )
-                assert done.returncode == 0, f"{context} failed:\n{done.stdout}\n{done.stderr}"
+                if shell:
+                    cwd = Path(where.read_text().strip())
             else:
                 continue
             ran.append(block.line)
@@ -199,4 +190,11 @@ def test_readme_blocks_run_as_written(tmp_path: Path) -> None:
                     process.wait(timeout=60)
                 except subprocess.TimeoutExpired:
                     os.killpg(process.pid, signal.SIGKILL)
+    return ran
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_readme_blocks_run_as_written(tmp_path: Path) -> None:
+    ran = run_blocks(README, tmp_path)
     assert len(ran) >= 5, f"only README blocks {ran} ran"
