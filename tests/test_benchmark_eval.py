@@ -810,9 +810,9 @@ def test_the_pool_elaborates_the_imports_once_per_repl(transcripts):
     """Two pieces of code under ``import Mathlib`` checked on one REPL, with Lean's real
     recorded answers (each recorded in a fresh REPL right after the import): the import is
     sent once, then each code in its environment; the recording refuses anything else."""
+    from leanloop.lean.audit import Outcome
     from leanloop.lean.repl import ReplServer
     from leanloop.lean.transcript import TranscriptTransport
-    from leanloop.lean.verdict import Verdict
     from leanloop.lean.verification import PoolVerifier
 
     first, second = transcripts["Mathlib/test/exact"], transcripts["Mathlib/test/induction"]
@@ -833,7 +833,7 @@ def test_the_pool_elaborates_the_imports_once_per_repl(transcripts):
     results = verifier.check_batch(codes, 60)
     verifier.close()
     assert len(made) == 1 and made[0].finished  # one REPL, every recorded exchange, in order
-    assert [r.result.verdict for r in results] == [Verdict.CONTAINS_SORRY] * 2
+    assert [r.result.verdict for r in results] == [Outcome.SORRY] * 2
     assert all(r.error is None and r.source == "lean" for r in results)
 
 

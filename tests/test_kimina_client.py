@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from leanloop.errors import LeanloopError
 from leanloop.lean.kimina import KiminaVerifier
 from leanloop.lean.kimina_positions import Convention
-from leanloop.lean.verdict import Verdict, verdict_of
+from leanloop.lean.verdict import Outcome, verdict_of
 from leanloop.lean.verification import Verification, Verifier
 from tests.serve_support import live_server
 
@@ -181,8 +181,8 @@ def test_a_lean_error_rejects_its_code_only(kimina, recorded):
     standin.script = [answer]
     first, second = verifier(url).check_batch([accepted, code], timeout=30)
 
-    assert first.error is None and first.result.verdict is Verdict.ACCEPTED
-    assert second.error is None and second.result.verdict is Verdict.REJECTED
+    assert first.error is None and first.result.verdict is Outcome.ACCEPTED
+    assert second.error is None and second.result.verdict is Outcome.REJECTED
     (message,) = second.result.errors
     assert (message.line, message.column, message.end_line) == (last, 2, last)
     assert message.text == "unsolved goals\n⊢ False"
@@ -218,7 +218,7 @@ def test_busy_answers_are_retried(kimina, recorded):
     (verification,) = verifier(url).check_batch([code], timeout=30)
 
     assert len(standin.requests) == 3
-    assert verification.error is None and verification.result.verdict is Verdict.ACCEPTED
+    assert verification.error is None and verification.result.verdict is Outcome.ACCEPTED
 
 
 def test_busy_answers_until_the_retries_are_spent(kimina, recorded):

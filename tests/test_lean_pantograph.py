@@ -23,13 +23,13 @@ from __future__ import annotations
 import pytest
 
 from leanloop.lean.account import place
+from leanloop.lean.audit import Outcome
 from leanloop.lean.errors import LeanRequestError, ProtocolError, ServerCrashed, Unsupported
 from leanloop.lean.pantograph import PantographServer
 from leanloop.lean.protocol import pantograph as proto
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed, TheoremSource
 from leanloop.lean.transcript import TranscriptTransport
 from leanloop.lean.transport import Transport
-from leanloop.lean.verdict import Verdict
 
 
 class Capture(Transport):
@@ -320,7 +320,7 @@ def test_check_of_a_file_without_messages_is_accepted():
     server = PantographServer(Answering({"units": [{"boundary": [0, 31], "messages": []}]}))
     result = server.check(code)
     assert server.transport.requests == [("frontend.process", {"file": code})]
-    assert result.verdict is Verdict.ACCEPTED and result.messages == ()
+    assert result.verdict is Outcome.ACCEPTED and result.messages == ()
 
 
 # leanprover/Pantograph, Test/Integration.lean: the compilation units' boundaries
@@ -336,7 +336,7 @@ def test_the_units_boundaries_are_lean_s_account_of_the_commands():
     )
     result = server.check(code)
     assert server.transport.requests == [("frontend.process", {"file": code, "readHeader": True})]
-    assert result.verdict is Verdict.ACCEPTED
+    assert result.verdict is Outcome.ACCEPTED
     assert [(c.kind, c.line, c.column, c.end_line, c.end_column) for c in result.commands] == [
         (None, 2, 0, 2, 8),
         (None, 3, 0, 3, 10),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from leanloop.lean.audit import Outcome
 from leanloop.lean.project import open_project
 from leanloop.lean.repl import ReplServer
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed
 from leanloop.lean.toolchain import find_executable, find_server
-from leanloop.lean.verdict import Verdict
 
 pytestmark = pytest.mark.lean
 
@@ -41,9 +41,9 @@ def server(lean_project):
 
 
 def test_check_verdicts(server):
-    assert server.check("theorem t : 1 + 1 = 2 := by decide").verdict is Verdict.ACCEPTED
-    assert server.check("theorem t : 1 + 1 = 3 := by decide").verdict is Verdict.REJECTED
-    assert server.check("theorem t : 1 + 1 = 2 := by sorry").verdict is Verdict.CONTAINS_SORRY
+    assert server.check("theorem t : 1 + 1 = 2 := by decide").verdict is Outcome.ACCEPTED
+    assert server.check("theorem t : 1 + 1 = 3 := by decide").verdict is Outcome.REJECTED
+    assert server.check("theorem t : 1 + 1 = 2 := by sorry").verdict is Outcome.SORRY
 
 
 def test_tactics(server):
@@ -67,7 +67,7 @@ def test_trace_into_database(lean_project, tmp_path):
 def test_the_audit_on_real_lean(server):
     """leanloop's audited check as real Lean answers it: an earlier sorry does not count, the
     axioms read at top level are in full, native code and sorry are refused."""
-    from leanloop.lean.audit import AuditedCode, Outcome, check_declaration
+    from leanloop.lean.audit import AuditedCode, check_declaration
     from leanloop.lean.axioms import AxiomPolicy
 
     text = (

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
+from leanloop.lean.audit import Outcome
 from leanloop.lean.errors import LeanRequestError, ProtocolError, StaleStateError
 from leanloop.lean.protocol import repl as proto
 from leanloop.lean.repl import ReplClient, ReplServer, split_header
 from leanloop.lean.server import ProofFinished, ProofState, TacticFailed
 from leanloop.lean.transcript import TranscriptMismatch, TranscriptTransport
-from leanloop.lean.verdict import Verdict
 
 
 def replay(transcript) -> TranscriptTransport:
@@ -120,7 +120,7 @@ def test_failed_tactics(transcripts, name, code, tactic, error):
 def test_no_goals_but_incomplete_is_a_failure(transcripts):
     server = server_for(transcripts["app_type_mismatch"])
     assert server.check("example : 1 = 0 := by\n  cases 1\n  rfl\n  apply ?succ").verdict is (
-        Verdict.REJECTED
+        Outcome.REJECTED
     )
     (state,) = server.open_sorries("example : 1 = 0 := sorry")
     state = server.run_tactic(state, "cases 1")
@@ -159,14 +159,14 @@ def test_states_of_another_server_are_refused(transcripts):
 @pytest.mark.parametrize(
     ("name", "index", "verdict"),
     [
-        ("have_by_sorry", 0, Verdict.REJECTED),  # unsolved goals
-        ("have_by_sorry", 1, Verdict.CONTAINS_SORRY),
-        ("incomplete", 0, Verdict.REJECTED),
-        ("tactic_sorry", 0, Verdict.CONTAINS_SORRY),
-        ("term_sorry", 0, Verdict.CONTAINS_SORRY),
-        ("line_breaks", 2, Verdict.ACCEPTED),
-        ("synthesize_placeholder", 0, Verdict.REJECTED),
-        ("invalid_line_break", 0, Verdict.REJECTED),
+        ("have_by_sorry", 0, Outcome.REJECTED),  # unsolved goals
+        ("have_by_sorry", 1, Outcome.SORRY),
+        ("incomplete", 0, Outcome.REJECTED),
+        ("tactic_sorry", 0, Outcome.SORRY),
+        ("term_sorry", 0, Outcome.SORRY),
+        ("line_breaks", 2, Outcome.ACCEPTED),
+        ("synthesize_placeholder", 0, Outcome.REJECTED),
+        ("invalid_line_break", 0, Outcome.REJECTED),
     ],
 )
 def test_check_verdicts_on_recorded_answers(transcripts, name, index, verdict):

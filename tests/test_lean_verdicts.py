@@ -8,7 +8,7 @@ import pytest
 
 from leanloop.lean.protocol.repl import Message
 from leanloop.lean.server import CheckResult, LeanMessage, ProofState
-from leanloop.lean.verdict import Verdict, verdict_of
+from leanloop.lean.verdict import Outcome, verdict_of
 
 
 def rows(fixtures):
@@ -16,13 +16,13 @@ def rows(fixtures):
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def expected_by_the_dataset_rule(messages) -> Verdict:
+def expected_by_the_dataset_rule(messages) -> Outcome:
     """The rule the recordings were judged by: accepted iff no error and no sorry warning."""
     if any(m["severity"] == "error" for m in messages):
-        return Verdict.REJECTED
+        return Outcome.REJECTED
     if any(m["severity"] == "warning" and "sorry" in m["data"] for m in messages):
-        return Verdict.CONTAINS_SORRY
-    return Verdict.ACCEPTED
+        return Outcome.SORRY
+    return Outcome.ACCEPTED
 
 
 def test_every_recorded_verdict(fixtures):
@@ -51,20 +51,20 @@ def test_linter_warnings_do_not_reject(fixtures):
         Message.model_validate(m) for m in noisy["result"]["results"][0]["response"]["messages"]
     ]
     assert len(messages) > 20 and all(m.severity != "error" for m in messages)
-    assert verdict_of(messages) is Verdict.ACCEPTED
+    assert verdict_of(messages) is Outcome.ACCEPTED
 
 
 @pytest.mark.parametrize(
     ("messages", "sorries", "verdict"),
     [
-        ([LeanMessage("warning", "declaration uses 'sorry'")], 0, Verdict.CONTAINS_SORRY),
-        ([LeanMessage("warning", "declaration uses `sorry`")], 0, Verdict.CONTAINS_SORRY),
-        ([LeanMessage("warning", "unused variable `h_sorry`")], 0, Verdict.ACCEPTED),
-        ([], 1, Verdict.CONTAINS_SORRY),
+        ([LeanMessage("warning", "declaration uses 'sorry'")], 0, Outcome.SORRY),
+        ([LeanMessage("warning", "declaration uses `sorry`")], 0, Outcome.SORRY),
+        ([LeanMessage("warning", "unused variable `h_sorry`")], 0, Outcome.ACCEPTED),
+        ([], 1, Outcome.SORRY),
         (
             [LeanMessage("warning", "declaration uses 'sorry'"), LeanMessage("error", "x")],
             1,
-            Verdict.REJECTED,
+            Outcome.REJECTED,
         ),
     ],
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from leanloop.lean.account import (
     END,
@@ -24,7 +23,17 @@ from leanloop.lean.account import (
 from leanloop.lean.axioms import AxiomAudit, AxiomPolicy, find_axiom_report, same_name
 from leanloop.lean.lexer import escape_name, split_name
 from leanloop.lean.server import CheckResult, LeanMessage, LeanServer
-from leanloop.lean.verdict import is_sorry_warning
+from leanloop.lean.verdict import Outcome, is_sorry_warning
+
+__all__ = [
+    "AuditedCode",
+    "Judgement",
+    "Outcome",
+    "check_declaration",
+    "closing_commands",
+    "declared_name",
+    "judge",
+]
 
 
 def closing_commands(scopes: Sequence[tuple[str, str]]) -> list[str]:
@@ -158,16 +167,6 @@ class AuditedCode:
     def inside(self, line: int | None) -> bool:
         """Whether a message at ``line`` belongs to the declaration (no line: assume so)."""
         return line is None or self.first_line <= line <= self.last_line
-
-
-class Outcome(StrEnum):
-    """How Lean's answer on an ``AuditedCode`` judges its declaration."""
-
-    ACCEPTED = "accepted"  # no error, no sorry in the declaration; axioms on the allow-list
-    REJECTED = "rejected"  # Lean reported an error in the declaration
-    SORRY = "sorry"  # the declaration uses sorry
-    REFUSED = "refused"  # accepted by Lean, but an axiom is not allowed (or none was reported)
-    BROKEN = "broken"  # an error outside the declaration: the code around it does not elaborate
 
 
 @dataclass(frozen=True)

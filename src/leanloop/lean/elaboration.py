@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from leanloop.lean.account import ElaboratedCommand
-from leanloop.lean.verdict import Verdict, verdict_of
+from leanloop.lean.verdict import Outcome, verdict_of
 
 
 @dataclass(frozen=True)
@@ -100,15 +100,15 @@ class CheckResult:
     infotree: Any = None
 
     @property
-    def verdict(self) -> Verdict:
-        """Accepted, rejected (an error), or incomplete (a ``sorry``), read from the messages
-        and the sorries."""
+    def verdict(self) -> Outcome:
+        """Lean's verdict on the code as a whole: ``accepted``, ``rejected`` (an error) or
+        ``sorry`` (incomplete), read from the messages and the sorries."""
         return verdict_of(self.messages, sorries=len(self.sorries))
 
     @property
     def accepted(self) -> bool:
         """Whether Lean accepted the code as a whole (no error, no sorry anywhere in it)."""
-        return self.verdict is Verdict.ACCEPTED
+        return self.verdict is Outcome.ACCEPTED
 
     @property
     def errors(self) -> list[LeanMessage]:

@@ -23,12 +23,20 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from leanloop.lean.protocol.repl import Message, Sorry
-from leanloop.lean.verdict import Verdict
+from leanloop.lean.verdict import Outcome
 from leanloop.lean.verification import Verification
 from leanloop.serve.state import ServerState, server_state
 from leanloop.serve.wire import Text, omitted_when_null
 
 Infotree = Literal["full", "tactics", "original", "substantive"]
+#: An answer's ``verdict`` as the API writes it: Lean's ``Outcome`` on the code as a whole, its
+#: ``sorry`` written ``contains_sorry`` (the API's value since its first release).
+WireVerdict = Literal["accepted", "rejected", "contains_sorry"]
+_WIRE: dict[Outcome, WireVerdict] = {
+    Outcome.ACCEPTED: "accepted",
+    Outcome.REJECTED: "rejected",
+    Outcome.SORRY: "contains_sorry",
+}
 MAX_CODES = 256
 
 
@@ -81,7 +89,7 @@ class VerifyResult(BaseModel):
     custom_id: str
     error: str | None = Field(description="Why the code could not be checked (null if it was).")
     response: ReplResponse | None = None
-    verdict: Verdict | None = omitted_when_null(
+    verdict: WireVerdict | None = omitted_when_null(
         description="leanloop's reading of Lean's answer on the code as a whole: accepted (no "
         "error, no sorry), rejected, or contains_sorry. Not an axiom audit.",
     )
@@ -130,7 +138,7 @@ class CheckResponse(BaseModel):
     time: float = 0.0
     error: str | None = None
     response: ReplResponse | None = None
-    verdict: Verdict | None = omitted_when_null()
+    verdict: WireVerdict | None = omitted_when_null()
     axioms_audited: bool = Field(
         default=False, description="Always false: 'verdict' is not an axiom audit."
     )
@@ -151,8 +159,10 @@ def repl_response(checked: Verification, *, with_time: bool) -> ReplResponse | N
     )
 
 
-def verdict(checked: Verification) -> Verdict | None:
-    return checked.result.verdict if checked.result is not None else None
+def verdict(checked: Verification) -> WireVerdict | None:
+    """The answer's ``verdict``: Lean's verdict on the code as a whole, as the API writes it
+    (None when the check gave no answer)."""
+    return _WIRE[checked.result.verdict] if checked.result is not None else None
 
 
 router = APIRouter(tags=["Lean"])
