@@ -186,7 +186,8 @@ def test_sorry_filling(blind_screen, tmp_path, name):
     body, word = HIDDEN[name]
     root, theorem, original = sorry_file(tmp_path)
     result = SorryFiller(root, ReadingLean()).fill(theorem, "by\n" + body)
-    assert result.status is FillStatus.REFUSED and word in result.reason
+    assert result.status is FillStatus.NOT_ACCEPTED and word in result.reason
+    assert result.judgement is not None and result.judgement.outcome == "refused"
     assert (root / "Demo" / "Basic.lean").read_bytes() == original
     assert not (root / ".leanloop-backups").exists()
     honest = SorryFiller(root, ReadingLean()).fill(theorem, "by\n" + HONEST)

@@ -10,6 +10,7 @@ does with a verdict."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import stat
@@ -22,15 +23,25 @@ from hypothesis import strategies as st
 
 from leanloop.agent.git_branch import BranchWorkspace
 from leanloop.agent.sorry_filling import (
+    BACKUP_DIR,
+    FillResult,
     FillStatus,
     SorryFiller,
     outside_span_problem,
     proof_body,
     span_problem,
 )
-from leanloop.data.records import Pos, Repository, Theorem, TheoremStatus
+from leanloop.data.records import (
+    AttemptStatus,
+    Pos,
+    ProofAttempt,
+    Repository,
+    Theorem,
+    TheoremStatus,
+)
 from leanloop.database import DynamicDatabase
 from leanloop.errors import LeanloopError
+from leanloop.lean.audit import Judgement, Outcome
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import ServerCrashed
 from leanloop.lean.server import LeanMessage, LeanServer
@@ -51,6 +62,15 @@ def sorry_theorem(name: str, path: str = "Demo/Basic.lean", line: int = 1) -> Th
         start=Pos(line, 1),
         end=Pos(line, 30),
         status=TheoremStatus.SORRY,
+    )
+
+
+def kept_out(result: FillResult, outcome: Outcome) -> bool:
+    """Whether the proof was left out of its file because it was judged ``outcome``."""
+    return (
+        result.status is FillStatus.NOT_ACCEPTED
+        and result.judgement is not None
+        and result.judgement.outcome is outcome
     )
 
 
@@ -164,7 +184,7 @@ def test_a_span_that_holds_more_than_a_proof_is_not_replaced(tmp_path, monkeypat
     lean = Lean(account=False)
     result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
     assert result.status is FillStatus.UNSAFE and "'theorem' starts a command" in result.reason
-    assert result.status.attempt_status == "error"
+    assert result.attempt_status == "error"
     assert basic(root) == original.encode() and lean.checked == []
     # Lean's account of the file ends the declaration before 'theorem b': only the proof goes
     lean = Lean()
@@ -177,7 +197,7 @@ def test_a_proof_the_screen_refuses_is_never_shown_to_lean(tmp_path):
     root = project(tmp_path, "theorem a : False := sorry\n")
     lean = Lean()
     result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["run_tac Lean.Elab.admitGoal"])
-    assert result.status is FillStatus.REFUSED and "run_tac" in result.reason
+    assert kept_out(result, Outcome.REFUSED) and "run_tac" in result.reason
     assert lean.checked == [] and basic(root) == b"theorem a : False := sorry\n"
 
 
@@ -223,13 +243,13 @@ def test_a_later_theorem_is_proved_while_an_earlier_sorry_stays(tmp_path):
     assert [m.line for m in audited_answer(code).messages if m.severity == "warning"] == [1]
     # a proof that keeps a sorry of its own is not one
     again = SorryFiller(root, Lean()).fill(sorry_theorem("a"), ["exact sorry"])
-    assert again.status is FillStatus.REFUSED and "uses sorry" in again.reason
+    assert kept_out(again, Outcome.REFUSED) and "uses sorry" in again.reason
     # (and where no screen sees it, Lean's warning inside the declaration decides)
     inside = [LeanMessage("warning", "declaration uses 'sorry'", 1, 8)]
     hidden = SorryFiller(root, Lean(errors=lambda code: inside)).fill(
         sorry_theorem("a"), ["exact hole"]
     )
-    assert hidden.status is FillStatus.REJECTED and "thanks to a sorry" in hidden.reason
+    assert kept_out(hidden, Outcome.SORRY) and "thanks to a sorry" in hidden.reason
     assert basic(root).startswith(b"theorem a : True := sorry\n")
 
 
@@ -244,7 +264,7 @@ def test_a_proof_lean_rejects_is_reported_not_written(tmp_path):
         return [LeanMessage("error", "unsolved goals\n⊢ False", 1, 22)]
 
     result = SorryFiller(root, Lean(errors=unsolved)).fill(sorry_theorem("ex"), "by simp")
-    assert result.status is FillStatus.REJECTED
+    assert kept_out(result, Outcome.REJECTED) and result.attempt_status == "failed"
     assert result.reason == "Lean rejected it: line 1: unsolved goals"
     assert basic(root) == original.encode() and not (root / ".leanloop-backups").exists()
 
@@ -257,8 +277,8 @@ def test_native_code_is_refused_by_the_audit_unless_allowed(tmp_path, fixtures, 
     report = real_axiom_report(fixtures, "#print axioms one_add_one")
     lean = Lean(texts={"one_add_one": report})
     refused = SorryFiller(root, lean).fill(sorry_theorem("one_add_one"), proof)
-    assert refused.status is FillStatus.REFUSED and "allow_native is off" in refused.reason
-    assert refused.status.attempt_status == "refused"
+    assert kept_out(refused, Outcome.REFUSED) and "allow_native is off" in refused.reason
+    assert refused.attempt_status == "refused"
     assert basic(root) == original.encode()
     policy = AxiomPolicy(allow_native=True)
     allowed = SorryFiller(root, lean, policy=policy).fill(sorry_theorem("one_add_one"), proof)
@@ -275,11 +295,12 @@ def test_an_error_around_the_declaration_or_a_server_failure_leaves_the_file_alo
     broken = SorryFiller(root, Lean(errors=broken_import)).fill(
         sorry_theorem("ex", line=3), "by simp"
     )
-    assert broken.status is FillStatus.CHECK_FAILED
+    assert kept_out(broken, Outcome.BROKEN) and broken.attempt_status == "error"
     assert "before the declaration does not elaborate" in broken.reason
     crashed = Lean(failure=ServerCrashed("the Lean REPL exited with status 3"))
     result = SorryFiller(root, crashed).fill(sorry_theorem("ex", line=3), "by simp")
     assert result.status is FillStatus.CHECK_FAILED and "exited" in result.reason
+    assert result.judgement is None and result.attempt_status == "error"
     assert basic(root) == original.encode()
 
 
@@ -543,7 +564,7 @@ def test_a_fill_changes_nothing_but_the_proof(tmp_path_factory, case):
     lean = Lean()
     result = SorryFiller(root, lean).fill(sorry_theorem("Demo.target", line=line), proof)
     if ambiguous and result.status is not FillStatus.WRITTEN:  # Lean's account did not settle
-        assert result.status in (FillStatus.UNSAFE, FillStatus.REFUSED), result.reason
+        assert result.status in (FillStatus.UNSAFE, FillStatus.NOT_ACCEPTED), result.reason
         assert basic(root) == original
         return
     assert result.status is FillStatus.WRITTEN, (ambiguous, result.reason)
@@ -632,7 +653,7 @@ def test_a_proof_that_would_leave_its_by_block_is_never_written(tmp_path):
     lean = Lean()
     for proof in (["trivial", "variable (hf : False)", "include hf"], ["trivial\nend X"]):
         result = SorryFiller(root, lean).fill(sorry_theorem("a"), proof)
-        assert result.status is FillStatus.REFUSED and "is a command" in result.reason
+        assert kept_out(result, Outcome.REFUSED) and "is a command" in result.reason
     assert lean.checked == [] and basic(root) == original.encode()
 
 
@@ -797,7 +818,7 @@ def test_every_layout_keeps_the_user_s_text_or_is_refused(tmp_path, family, vari
     # Lean's account settles where the proof ends; where the layout is ambiguous the stand-in's
     # reading of the filled file may not confirm it: written as expected, or left untouched
     if not written and result.status is not FillStatus.WRITTEN:
-        assert result.status in (FillStatus.UNSAFE, FillStatus.REFUSED), result.reason
+        assert result.status in (FillStatus.UNSAFE, FillStatus.NOT_ACCEPTED), result.reason
         assert basic(root) == original.encode()
     else:
         assert result.status is FillStatus.WRITTEN, result.reason
@@ -847,7 +868,7 @@ def test_a_read_only_file_is_refused_before_lean_is_asked(tmp_path, what, mode, 
         result = SorryFiller(root, lean).fill(sorry_theorem("a"), ["trivial"])
         assert result.status is FillStatus.READ_ONLY, result.reason
         assert result.reason == f"{reason}; it was left as it is"
-        assert result.status.attempt_status == "error"  # tried again once it may be written
+        assert result.attempt_status == "error"  # tried again once it may be written
         assert result.proof == "by\n  trivial" and result.backup is None
         assert lean.checked == [] and basic(root) == original.encode()
         assert stat.S_IMODE(target.stat().st_mode) == mode
@@ -949,7 +970,7 @@ def test_a_proof_that_would_change_how_the_rest_of_the_file_reads_is_refused(tmp
     root = project(tmp_path, original)
     lean = Lean()
     result = SorryFiller(root, lean).fill(sorry_theorem("a"), "trivial -- done")
-    assert result.status is FillStatus.REFUSED, result.reason
+    assert kept_out(result, Outcome.REFUSED), result.reason
     assert "'eval' command expected" in result.reason
     assert basic(root) == original.encode()
     assert len(lean.originals) == 1 and len(lean.checked) == 1
@@ -967,3 +988,106 @@ def test_lean_s_account_of_a_file_is_asked_once_per_content(tmp_path):
     assert filler.fill(sorry_theorem("b", line=3), "trivial").written
     # the file changed after the first fill: Lean was asked about each content once
     assert len(lean.originals) == 2 and lean.originals[0] != lean.originals[1]
+
+
+# -- how a fill is stored as the attempt -----------------------------------------------------------
+
+
+def stored_attempt(root: Path, lean: Lean, proof: list[str]) -> tuple[FillResult, ProofAttempt]:
+    """The attempt a sorry run stores for a proof of ``a`` the engine found, once the write-back
+    (``SorryWriter``, the run's hook) has offered it to the file on ``lean``."""
+    from leanloop.agent.proving import SorryWriter
+    from leanloop.prover.config import ProverConfig
+
+    theorem = sorry_theorem("a")
+    writer = SorryWriter(
+        root,
+        database=None,
+        branch=None,
+        backup_dir=root / BACKUP_DIR / "now",
+        config=ProverConfig(),
+        worktree_servers=None,
+    )
+    found = ProofAttempt(
+        run="r",
+        url=theorem.url,
+        commit=theorem.commit,
+        file_path=theorem.file_path,
+        full_name=theorem.full_name,
+        status=AttemptStatus.PROVED,
+        proof=tuple(proof),
+        axioms=("propext",),
+    )
+    stored = writer(theorem, found, lambda: contextlib.nullcontext(lean))
+    (fill,) = writer.results.values()
+    return fill, stored
+
+
+#: A Lean whose judgement on the filled declaration is each outcome, in ``import Nope\n\n
+#: theorem a : True := sorry``: the declaration is on line 3.
+JUDGED = {
+    Outcome.ACCEPTED: lambda: Lean(),
+    Outcome.REJECTED: lambda: Lean(errors=lambda code: [LeanMessage("error", "type mismatch", 3)]),
+    Outcome.SORRY: lambda: Lean(
+        errors=lambda code: [LeanMessage("warning", "declaration uses 'sorry'", 3, 8)]
+    ),
+    Outcome.REFUSED: lambda: Lean(axioms={"a": ["propext", "sorryAx"]}),
+    Outcome.BROKEN: lambda: Lean(
+        errors=lambda code: [LeanMessage("error", "unknown module prefix 'Nope'", 1, 0)]
+    ),
+}
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_a_fill_is_stored_as_its_judgement_reads(tmp_path, outcome):
+    """The stored status of a fill Lean judged is ``AttemptStatus.judged`` of that judgement,
+    whatever its outcome: the write-back has no reading of Lean's verdict of its own."""
+    original = "import Nope\n\ntheorem a : True := sorry\n"
+    root = project(tmp_path, original)
+    fill, stored = stored_attempt(root, JUDGED[outcome](), ["trivial"])
+    assert fill.judgement is not None and fill.judgement.outcome is outcome, fill.reason
+    assert stored.status is AttemptStatus.judged(fill.judgement) is fill.attempt_status
+    assert fill.written is (outcome is Outcome.ACCEPTED)
+    assert fill.status is (FillStatus.WRITTEN if fill.written else FillStatus.NOT_ACCEPTED)
+    if fill.written:
+        assert stored.proof == ("trivial",) and basic(root) != original.encode()
+    else:  # the attempt keeps Lean's reason, and no proof
+        assert stored.proof is None and stored.error == fill.judgement.reason
+        assert basic(root) == original.encode()
+
+
+def test_a_proof_lean_accepted_but_not_written_is_stored_as_an_error(tmp_path, monkeypatch):
+    """Whatever kept an accepted proof out of its file (here the disk), the attempt is stored
+    as an error, tried again by the next run; a proof Lean did not judge is one too."""
+    original = "theorem a : True := sorry\n"
+    root = project(tmp_path, original)
+
+    def disk_full(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    fill, stored = stored_attempt(root, Lean(), ["trivial"])
+    monkeypatch.undo()
+    assert fill.status is FillStatus.WRITE_FAILED and fill.judgement is not None
+    assert fill.judgement.accepted and AttemptStatus.judged(fill.judgement) is AttemptStatus.PROVED
+    assert stored.status is AttemptStatus.ERROR and stored.proof is None
+    assert "No space left" in (stored.error or "")
+    crashed = Lean(failure=ServerCrashed("the Lean REPL exited with status 3"))
+    fill, stored = stored_attempt(root, crashed, ["trivial"])
+    assert fill.status is FillStatus.CHECK_FAILED and fill.judgement is None
+    assert stored.status is AttemptStatus.ERROR and basic(root) == original.encode()
+
+
+def test_a_fill_result_holds_the_judgement_its_status_needs():
+    """A written fill without an accepting judgement, or one not accepted without the judgement
+    that did not accept it, cannot be made."""
+    with pytest.raises(ValueError, match="only when Lean's judgement accepted it"):
+        FillResult("a", "A.lean", FillStatus.WRITTEN, "by trivial")
+    with pytest.raises(ValueError, match="needs the judgement"):
+        FillResult(
+            "a",
+            "A.lean",
+            FillStatus.NOT_ACCEPTED,
+            "by trivial",
+            judgement=Judgement(Outcome.ACCEPTED),
+        )

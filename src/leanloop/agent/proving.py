@@ -86,7 +86,7 @@ class SorryWriter:
         fill = filler.fill(theorem, list(attempt.proof or ()))
         self.results[(theorem.key, theorem.commit, attempt.attempt)] = fill
         update: dict = {
-            "status": fill.status.attempt_status,
+            "status": fill.attempt_status,
             "axioms": fill.axioms if fill.axioms is not None else attempt.axioms,
         }
         if not fill.written:

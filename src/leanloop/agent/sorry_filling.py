@@ -32,7 +32,13 @@ from leanloop.atomic import write_bytes_atomic
 from leanloop.data.records import AttemptStatus, Theorem
 from leanloop.errors import LeanloopError
 from leanloop.lean.account import ElaboratedCommand
-from leanloop.lean.audit import AuditedCode, Outcome, check_declaration, declared_name
+from leanloop.lean.audit import (
+    AuditedCode,
+    Judgement,
+    Outcome,
+    check_declaration,
+    declared_name,
+)
 from leanloop.lean.axioms import AxiomPolicy
 from leanloop.lean.errors import LeanError
 from leanloop.lean.keywords import COMMAND_WORDS, HASH_BOTH, HASH_COMMANDS, IN_COMMANDS, MODIFIERS
@@ -61,35 +67,27 @@ Lease = Callable[[], AbstractContextManager[LeanServer]]
 
 
 class FillStatus(StrEnum):
-    """What happened to a proof offered for a ``sorry``."""
+    """What happened to the file a proof was offered to — only that: Lean's side of a fill is
+    its ``Judgement`` (``FillResult.judgement``), and how the attempt is stored is
+    ``FillResult.attempt_status``."""
 
-    WRITTEN = "written"  # Lean accepted the declaration with it; written (on the branch)
-    REJECTED = "rejected"  # Lean rejected the declaration with the proof in it
-    REFUSED = "refused"  # Lean accepted it, but the axiom audit refused it
+    WRITTEN = "written"  # Lean accepted the filled declaration: written (on the branch)
+    NOT_ACCEPTED = "not_accepted"  # left as it is: Lean's judgement (or the screen, before
+    # Lean saw it) did not accept the proof; the judgement says why
+    CHECK_FAILED = "check_failed"  # left as it is: Lean could not judge it (the server failed)
     NOT_FOUND = "not_found"  # the declaration, its ':=' body or its sorry is no longer there
     CHANGED = "changed"  # the file changed while Lean checked: left as the user saved it
-    CHECK_FAILED = "check_failed"  # Lean could not judge it (the server failed, or the file
-    # around the declaration does not elaborate)
     WRITE_FAILED = "write_failed"  # Lean accepted it, but the file could not be written
     UNSAFE = "unsafe_edit"  # where the proof ends is unclear: nothing is replaced
     READ_ONLY = "read_only"  # the file (or its directory) may not be written: left untouched
 
-    @property
-    def attempt_status(self) -> AttemptStatus:
-        """How the outcome is stored as the proof attempt (a proof that was not written and
-        may be next time is an error, tried again by the next run)."""
-        return {
-            FillStatus.WRITTEN: AttemptStatus.PROVED,
-            FillStatus.REJECTED: AttemptStatus.FAILED,
-            FillStatus.REFUSED: AttemptStatus.REFUSED,
-        }.get(self, AttemptStatus.ERROR)
-
 
 @dataclass(frozen=True)
 class FillResult:
-    """The outcome of filling one theorem's ``sorry``. On a branch, ``working_tree`` says
-    whether the user's own file got the same proof (``written``) or was left (``left``, it
-    differs from what Lean checked)."""
+    """The outcome of filling one theorem's ``sorry``: what happened to the file (``status``)
+    and Lean's judgement on the filled declaration (``judgement``; None when Lean judged
+    nothing). On a branch, ``working_tree`` says whether the user's own file got the same
+    proof (``written``) or was left (``left``, it differs from what Lean checked)."""
 
     full_name: str
     file_path: str
@@ -101,10 +99,29 @@ class FillResult:
     commit: str | None = None
     axioms: tuple[str, ...] | None = None
     working_tree: str | None = None
+    judgement: Judgement | None = None
+
+    def __post_init__(self) -> None:
+        accepted = self.judgement is not None and self.judgement.accepted
+        if self.status is FillStatus.WRITTEN and not accepted:
+            raise ValueError("a proof is written only when Lean's judgement accepted it")
+        if self.status is FillStatus.NOT_ACCEPTED and (self.judgement is None or accepted):
+            raise ValueError("'not_accepted' needs the judgement that did not accept the proof")
 
     @property
     def written(self) -> bool:
+        """Whether the proof was written into its file (on the branch)."""
         return self.status is FillStatus.WRITTEN
+
+    @property
+    def attempt_status(self) -> AttemptStatus:
+        """How the fill is stored as the proof attempt: when the proof was written or Lean's
+        judgement kept it out, that judgement read by ``AttemptStatus.judged`` (the one reading
+        of a judgement); otherwise — Lean accepted it but it was not written, or Lean did not
+        judge it — ``error``, tried again by the next run."""
+        if self.judgement is not None and (self.written or not self.judgement.accepted):
+            return AttemptStatus.judged(self.judgement)
+        return AttemptStatus.ERROR
 
 
 def proof_body(proof: str | Sequence[str], column: int = 0, newline: str = "\n") -> str:
@@ -320,13 +337,8 @@ class SorryFiller:
             return self._result(theorem, FillStatus.CHECK_FAILED, plan.body, exc.message)
         seconds = time.perf_counter() - started
         if not judgement.accepted:
-            status = {
-                Outcome.REJECTED: FillStatus.REJECTED,
-                Outcome.SORRY: FillStatus.REJECTED,
-                Outcome.REFUSED: FillStatus.REFUSED,
-            }.get(judgement.outcome, FillStatus.CHECK_FAILED)
             return self._result(
-                theorem, status, plan.body, judgement.reason, seconds, judgement.axioms
+                theorem, FillStatus.NOT_ACCEPTED, plan.body, judgement.reason, seconds, judgement
             )
         try:
             unchanged = path.read_bytes() == before
@@ -339,14 +351,14 @@ class SorryFiller:
                 plan.body,
                 "the file changed while Lean checked the proof; it was left as it is",
                 seconds,
-                judgement.axioms,
+                judgement,
             )
         try:
-            return self._write(theorem, path, plan, seconds, judgement.axioms)
+            return self._write(theorem, path, plan, seconds, judgement)
         except (OSError, LeanloopError) as exc:
             reason = f"Lean accepted the proof but the file was not written: {exc}"
             return self._result(
-                theorem, FillStatus.WRITE_FAILED, plan.body, reason, seconds, judgement.axioms
+                theorem, FillStatus.WRITE_FAILED, plan.body, reason, seconds, judgement
             )
 
     def _original_account(
@@ -427,8 +439,10 @@ class SorryFiller:
                 theorem, FillStatus.NOT_FOUND, body, "the declaration's proof has no sorry any more"
             )
         refusal = forbidden_in_proof(body)
-        if refusal is not None:  # never shown to Lean
-            return self._result(theorem, FillStatus.REFUSED, body, f"refused: {refusal.reason}")
+        if refusal is not None:  # never shown to Lean: the soundness policy refuses it
+            reason = f"refused: {refusal.reason}"
+            refused = Judgement(Outcome.REFUSED, reason)
+            return self._result(theorem, FillStatus.NOT_ACCEPTED, body, reason, judgement=refused)
         replacement = ":= " + body
         after_text = source[:start] + replacement + source[end:]
         after = after_text.encode("utf-8")  # what would be written, checked against the file
@@ -455,7 +469,7 @@ class SorryFiller:
         return _Edit(before, after, body, audited)
 
     def _write(
-        self, theorem: Theorem, path: Path, plan: _Edit, seconds: float, axioms
+        self, theorem: Theorem, path: Path, plan: _Edit, seconds: float, judgement: Judgement
     ) -> FillResult:
         reasons: list[str] = []
         backup = None
@@ -464,7 +478,9 @@ class SorryFiller:
         unwritable = read_only_reason(path)
         if unwritable:  # made read-only while Lean checked: nothing is written, no backup
             reason = f"Lean accepted the proof but it was not written: {unwritable}"
-            return self._result(theorem, FillStatus.READ_ONLY, plan.body, reason, seconds, axioms)
+            return self._result(
+                theorem, FillStatus.READ_ONLY, plan.body, reason, seconds, judgement
+            )
         if self.branch is None:
             backup = self._backup(path)
             write_bytes_atomic(path, plan.after)
@@ -488,8 +504,9 @@ class SorryFiller:
             check_seconds=seconds,
             backup=backup,
             commit=commit,
-            axioms=axioms,
+            axioms=judgement.axioms,
             working_tree=working_tree,
+            judgement=judgement,
         )
 
     def _mirror(self, theorem: Theorem, plan: _Edit) -> tuple[str, Path | None, str]:
@@ -521,7 +538,22 @@ class SorryFiller:
         return target
 
     @staticmethod
-    def _result(theorem, status, proof, reason, seconds=0.0, axioms=None) -> FillResult:
+    def _result(
+        theorem: Theorem,
+        status: FillStatus,
+        proof: str,
+        reason: str,
+        seconds: float = 0.0,
+        judgement: Judgement | None = None,
+    ) -> FillResult:
+        axioms = judgement.axioms if judgement is not None else None
         return FillResult(
-            theorem.full_name, theorem.file_path, status, proof, reason, seconds, axioms=axioms
+            theorem.full_name,
+            theorem.file_path,
+            status,
+            proof,
+            reason,
+            seconds,
+            axioms=axioms,
+            judgement=judgement,
         )

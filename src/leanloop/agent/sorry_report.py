@@ -1,6 +1,6 @@
 """The report of a sorry-proving run: the run report
 (:class:`~leanloop.prover.run_report.RunReport`) of the theorems tried, plus the write-back's
-columns — the outcome in the file (``written``, ``rejected``, ...), the proof's length, the time
+columns — the outcome in the file (``written``, ``not_accepted``, ...), the proof's length, the time
 Lean took to check the filled file, the commit on a branch, the working tree, the backup."""
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ class SorryRow(TheoremRow):
     """One theorem tried: the run report's row (how the attempt ended and why, ``reason``,
     also read as ``detail``) plus how the write-back ended.
 
-    ``outcome`` is the write-back's (``written``, ``rejected``, ``refused``, ``not_found``,
-    ``changed``, ``check_failed``, ``write_failed``, ``unsafe_edit``, ``read_only``) when Lean
-    accepted a proof that was offered to the file, else the attempt's (``replayed``,
+    ``outcome`` is what happened to the file (a ``FillStatus``: ``written``, ``not_accepted``,
+    ``check_failed``, ``not_found``, ``changed``, ``write_failed``, ``unsafe_edit``,
+    ``read_only``) when a proof was offered to it, else the attempt's (``replayed``,
     ``failed``, ``refused``, ``timeout``, ``budget``, ``error``), or ``skipped`` for a theorem
-    an earlier call of the run finished.
+    an earlier call of the run finished. ``status`` is how the stored attempt ended: for a
+    proof offered to the file, ``FillResult.attempt_status`` (Lean's judgement read by
+    ``AttemptStatus.judged``, or ``error`` when a proof was not written for another reason).
     """
 
     url: str
