@@ -333,11 +333,11 @@ class AttemptStatus(StrEnum):
     @classmethod
     def judged(cls, judgement: Judgement) -> AttemptStatus:
         """How an attempt ends on Lean's judgement of its declaration — the one reading of a
-        judgement as an attempt's status, for search, whole proofs and sampling alike:
-        accepted and audited is ``proved``; accepted by a verdict whose axioms could not be
-        audited is ``recorded``; refused by the audit is ``refused``; code around the
-        declaration that does not elaborate is an ``error`` (tried again); rejected (an error
-        or a ``sorry`` in the declaration) is ``failed``.
+        judgement as an attempt's status, for search, whole proofs, sampling and sorry filling
+        alike: accepted and audited is ``proved``; accepted by a verdict whose axioms could not
+        be audited is ``recorded``; refused by the soundness policy is ``refused``; code around
+        the declaration that does not elaborate is an ``error`` (tried again); rejected (an
+        error or a ``sorry`` in the declaration) is ``failed``.
 
         Args:
             judgement: ``lean.audit.judge``'s judgement.
