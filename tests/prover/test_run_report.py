@@ -360,7 +360,7 @@ def test_the_sorry_report_is_the_run_report_plus_the_write_back_columns(tmp_path
         for i, (outcome, status) in enumerate(
             [
                 ("written", AttemptStatus.PROVED),
-                ("rejected", AttemptStatus.FAILED),
+                ("not_accepted", AttemptStatus.FAILED),
                 ("failed", AttemptStatus.FAILED),
             ]
         )
