@@ -28,16 +28,25 @@ log = logging.getLogger(__name__)
 
 
 LOOPBACK = "127.0.0.1"
+#: The address that asks for a Ray of this machine, started here (as Ray's own ``local``).
+LOCAL = "local"
+
+
+def is_local(address: str | None) -> bool:
+    """Whether ``address`` asks for a Ray started on this machine (none, or ``local``)."""
+    return address is None or address == LOCAL
 
 
 @contextlib.contextmanager
 def loopback_ray(address: str | None) -> Iterator[None]:
-    """While Ray starts: a Ray of this machine alone (no ``address``) or a cluster at a loopback
+    """While Ray starts: a Ray of this machine alone (no ``address``, or ``local``) or a cluster
+    at a loopback
     address is kept on 127.0.0.1. Ray otherwise takes the machine's outward address for its
     node, even when told 127.0.0.1 (``services.resolve_ip_for_localhost``), unless its
     single-machine mode is on: ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` for the processes it
     starts, and the same setting, read when Ray was imported, in this one."""
-    if address is not None:
+    if not is_local(address):
+        assert address is not None
         host = address.removeprefix("ray://").rpartition(":")[0]
         if host not in (LOOPBACK, "localhost"):
             yield
@@ -59,7 +68,10 @@ def loopback_ray(address: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _ray(address: str | None, workers: int) -> Iterator[Any]:
+def ray_session(address: str | None, workers: int) -> Iterator[Any]:
+    """Ray while the block runs: the one this process joined already, or one started here (a
+    Ray of this machine with ``workers`` CPUs, every port on 127.0.0.1, when ``address`` is
+    None or ``local``; else the cluster at ``address``), shut down after the block."""
     try:
         import ray
     except ImportError:
@@ -68,13 +80,14 @@ def _ray(address: str | None, workers: int) -> Iterator[Any]:
         ) from None
     started_here = not ray.is_initialized()
     if started_here:
+        local = is_local(address)
         with loopback_ray(address):
             ray.init(
                 address=address,
-                num_cpus=workers if address is None else None,
+                num_cpus=workers if local else None,
                 include_dashboard=False,
                 logging_level=logging.WARNING,
-                _node_ip_address=LOOPBACK if address is None else None,
+                _node_ip_address=LOOPBACK if local else None,
             )
     try:
         yield ray
@@ -105,7 +118,7 @@ class RayExecutor:
         """Make ``pending`` on Ray actors (a local Ray, or the cluster at the setup's
         address), killing every actor made at the end."""
         setup = self.setup
-        with _ray(setup.address, setup.workers) as ray:
+        with ray_session(setup.address, setup.workers) as ray:
             self.ray = ray
             if self.database is not None and self.database_url is None:
                 _refuse_remote_nodes(ray, self.database)
