@@ -3,7 +3,8 @@ per statement from a ``Sampler``, each read into a proof of the statement as giv
 statement is refused), screened, and checked by a ``Verifier`` under leanloop's soundness policy.
 Generation and verification overlap: the sampler fills a bounded queue (it waits when the queue
 is full) that ``workers`` verification threads empty. Every sample is stored as an attempt of the
-run as it finishes, by the driver alone; a rerun makes only the samples the run lacks."""
+run as it finishes, by the driver alone; a rerun makes only the samples the run lacks. A job
+given a Ray address checks on Ray actors instead (``leanloop.prover.ray_sampling``)."""
 
 from __future__ import annotations
 
