@@ -183,6 +183,25 @@ def test_a_killed_verification_worker_leaves_an_error_the_next_run_makes(
     assert outcome(database.get_attempts("killed")) == alone
 
 
+class Unmade(RecordedVerifier):
+    """A verifier that cannot be made (its worker cannot start)."""
+
+    def __init__(self, path) -> None:
+        raise OSError(f"{path}: no such verdicts here")
+
+
+def test_a_verifier_no_worker_can_make_stops_the_run_in_one_line(
+    local_ray,  # noqa: F811
+    files,
+    tmp_path,
+):
+    local_ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    maker = functools.partial(Unmade, "/nowhere/verdicts.jsonl")
+    with pytest.raises(LeanloopError, match="could not start") as caught:
+        sampled(job(files, "unmade", ray=True), None, verifier_maker=maker)
+    assert "no such verdicts here" in str(caught.value)
+
+
 def test_on_ray_a_verifier_object_is_refused(files, tmp_path):
     _, _, verdicts, _ = files
     with pytest.raises(LeanloopError, match="needs a maker of verifiers"):

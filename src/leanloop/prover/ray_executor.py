@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from leanloop.data.records import AttemptStatus, ProofAttempt
 from leanloop.errors import LeanloopError
 from leanloop.prover.base import BaseProver
-from leanloop.prover.proof_search import describe_exception
+from leanloop.prover.proof_search import describe_exception, excerpt
 from leanloop.prover.result import SearchResult
 from leanloop.prover.worker import ProofWorker
 from leanloop.words import plural
@@ -207,9 +208,7 @@ class RayExecutor:
         except self.ray.exceptions.RayActorError as exc:
             self.ray.kill(actor, no_restart=True)
             if exc.actor_init_failed:  # a worker cannot be made: none can
-                raise LeanloopError(
-                    f"a Ray worker could not start: {describe_exception(exc)}"
-                ) from exc
+                raise LeanloopError(f"a Ray worker could not start: {ray_reason(exc)}") from exc
             self._make()  # its node went away before it started: another, elsewhere
             return
         self.started.append(actor)
@@ -248,6 +247,14 @@ class RayExecutor:
 LOST_RETRIES = 2
 #: How long the run waits, with no task running, for a Ray worker to start before it fails.
 WORKER_START_TIMEOUT = 600.0
+
+
+def ray_reason(exc: BaseException) -> str:
+    """A Ray error in one line: the last line of its text (for a worker that raised, the
+    exception it raised, after Ray's traceback), without Ray's terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return excerpt(lines[-1]) if lines else type(exc).__name__
 
 
 def _refuse_remote_nodes(ray, database) -> None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from leanloop.errors import LeanloopError
 from leanloop.lean.verification import Source, Verification, Verifier
 from leanloop.prover.proof_search import describe_exception
-from leanloop.prover.ray_executor import WORKER_START_TIMEOUT, ray_session
+from leanloop.prover.ray_executor import WORKER_START_TIMEOUT, ray_reason, ray_session
 
 if TYPE_CHECKING:
     from leanloop.prover.engine import JobInputs
@@ -84,14 +84,17 @@ class RayVerifiers:
         self._lock = threading.Lock()
         for _ in range(workers):
             self._make()
-        first = self._lease()
         try:
+            first = self._lease()
             self.name, self.live, self.source = ray.get(first.describe.remote())
         except ray.exceptions.RayError as exc:
             self.close()
             raise LeanloopError(
                 f"a Ray verification worker failed: {describe_exception(exc)}"
             ) from exc
+        except LeanloopError:  # no worker could start
+            self.close()
+            raise
         self._release(first)
 
     def _make(self) -> None:
@@ -111,8 +114,7 @@ class RayVerifiers:
             if self.closed:
                 return
             if isinstance(exc, self.ray.exceptions.RayActorError) and exc.actor_init_failed:
-                reason = describe_exception(exc)
-                self.broken = f"a Ray verification worker could not start: {reason}"
+                self.broken = f"a Ray verification worker could not start: {ray_reason(exc)}"
                 self.idle.put(None)  # wakes whoever waits for a worker
                 return
             self._make()
