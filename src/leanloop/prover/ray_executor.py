@@ -69,7 +69,7 @@ def loopback_ray(address: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def ray_session(address: str | None, workers: int) -> Iterator[Any]:
+def using_ray(address: str | None, workers: int) -> Iterator[Any]:
     """Ray while the block runs: the one this process joined already, or one started here (a
     Ray of this machine with ``workers`` CPUs, every port on 127.0.0.1, when ``address`` is
     None or ``local``; else the cluster at ``address``), shut down after the block."""
@@ -119,7 +119,7 @@ class RayExecutor:
         """Make ``pending`` on Ray actors (a local Ray, or the cluster at the setup's
         address), killing every actor made at the end."""
         setup = self.setup
-        with ray_session(setup.address, setup.workers) as ray:
+        with using_ray(setup.address, setup.workers) as ray:
             self.ray = ray
             if self.database is not None and self.database_url is None:
                 _refuse_remote_nodes(ray, self.database)

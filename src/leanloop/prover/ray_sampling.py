@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from leanloop.errors import LeanloopError
 from leanloop.lean.verification import Source, Verification, Verifier
 from leanloop.prover.proof_search import describe_exception
-from leanloop.prover.ray_executor import WORKER_START_TIMEOUT, ray_reason, ray_session
+from leanloop.prover.ray_executor import WORKER_START_TIMEOUT, ray_reason, using_ray
 
 if TYPE_CHECKING:
     from leanloop.prover.engine import JobInputs
@@ -57,8 +57,8 @@ class VerificationWorker:
 
 class RayVerifiers:
     """A ``Verifier`` whose checks run on ``workers`` Ray actors, each with the verifier
-    ``maker`` makes where it runs (see the module's text). Made in a Ray session
-    (``leanloop.prover.ray_executor.ray_session``); ``close`` kills every actor made.
+    ``maker`` makes where it runs (see the module's text). Made while Ray runs
+    (``leanloop.prover.ray_executor.using_ray``); ``close`` kills every actor made.
 
     Attributes:
         name: The class name of the actors' verifier.
@@ -234,7 +234,7 @@ def verify_on_ray(
         )
     maker = inputs.extra.get("verifier_maker") or assemble.verifier_maker(job, max_servers=1)
     workers = job.sampling_config().workers
-    with ray_session(job.address, workers) as ray:
+    with using_ray(job.address, workers) as ray:
         verifiers = RayVerifiers(ray, maker, workers)
         try:
             return execute(verifiers)
