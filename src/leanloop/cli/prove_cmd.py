@@ -251,7 +251,8 @@ WORKERS_OPTION = typer.Option(
     "--workers",
     min=1,
     metavar="N",
-    help="Theorems proved at once, one Ray worker each [default: num_workers of the config].",
+    help="Theorems proved at once, one Ray worker each [default: num_workers of the config]; "
+    "with --benchmark: verification workers (threads, or Ray workers with --address).",
     show_default=False,
 )
 CONFIG_OPTION = typer.Option(
@@ -310,7 +311,11 @@ API_KEY_ENV_OPTION = typer.Option(
     "'none': send no key).",
 )
 ADDRESS_OPTION = typer.Option(
-    None, "--address", metavar="ray://HOST:PORT", help="Run the workers on this Ray cluster."
+    None,
+    "--address",
+    metavar="ray://HOST:PORT|local",
+    help="Run the workers on this Ray cluster ('local': a Ray started on this machine); with "
+    "--benchmark, the checks run there and generation stays here.",
 )
 OUT_OPTION = typer.Option(
     "build/prove", "--out", metavar="DIR", help="Where the report (JSON and PNG) goes."

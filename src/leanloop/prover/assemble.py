@@ -241,16 +241,35 @@ def verifier(job: ProofJob) -> Verifier:
     Raises:
         LeanloopError: A pool has no project, or Lean is missing.
     """
+    return verifier_maker(job)()
+
+
+def verifier_maker(job: ProofJob, max_servers: int | None = None) -> Callable[[], Verifier]:
+    """A picklable maker of the verifier of a sampling job (see ``verifier``): what each Ray
+    worker of a sampling job on Ray calls where it runs. Lean is looked for here first.
+
+    Args:
+        job: The job.
+        max_servers: The Lean servers of a pool (default: the job's verification workers).
+
+    Returns:
+        The maker (each call makes a verifier its caller closes).
+
+    Raises:
+        LeanloopError: A pool has no project, or Lean is missing.
+    """
     config = job.sampling_config()
     kind, _, argument = job.lean.partition(":")
     if kind == "recorded":
         from leanloop.lean.verification import RecordedVerifier
 
-        return RecordedVerifier(Path(argument).expanduser())
+        return functools.partial(RecordedVerifier, Path(argument).expanduser())
     if kind == "kimina":
         from leanloop.lean.kimina import KiminaVerifier
 
-        return KiminaVerifier(argument, batch_size=config.verify_batch, timeout=config.timeout)
+        return functools.partial(
+            KiminaVerifier, argument, batch_size=config.verify_batch, timeout=config.timeout
+        )
     from leanloop.lean.verification import PoolVerifier
 
     settings = job.prover_config()
@@ -263,7 +282,7 @@ def verifier(job: ProofJob) -> Verifier:
         )
     limits = LeanLimits(config.timeout, config.memory_limit_mb, instead=KIMINA)
     launcher = lean_launcher(job.project.expanduser(), settings, limits)
-    return PoolVerifier(launcher, max_servers=config.workers)
+    return functools.partial(PoolVerifier, launcher, max_servers=max_servers or config.workers)
 
 
 def benchmark_file(spec: str) -> BenchmarkFile:

@@ -6,7 +6,8 @@ theorem is skipped whole), records each attempt in the driver as it ends (after 
 as the write-back of a ``sorry`` proof), and calls the callbacks. The executors make the
 pending attempts: the search executor leases a Lean server and searches (or checks whole
 proofs) in-process or on Ray actors (``prove``), and the sampling executor runs the bounded
-sample → verify pipeline (``leanloop.prover.sampling``).
+sample → verify pipeline (``leanloop.prover.sampling``), its checks in-process or on Ray actors
+(``leanloop.prover.ray_sampling``).
 
 ``run_job`` runs a ``ProofJob``: its components come from ``leanloop.prover.assemble`` and its
 run's name from ``ProofJob.run_name``, so that every way of starting a job resumes the others'

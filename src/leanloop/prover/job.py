@@ -193,10 +193,15 @@ class ProofJob(SoundnessPolicy):
     workers: int | None = Field(
         default=None,
         ge=1,
-        description="Targets proved at once (None: search.num_workers; sampling: "
-        "sampling.workers verification workers).",
+        description="Targets proved at once, one Ray worker each when more than one (None: "
+        "search.num_workers); sampling: verification workers (None: sampling.workers), "
+        "threads of this process, or Ray workers with an address.",
     )
-    address: str | None = Field(default=None, description="A Ray cluster's address.")
+    address: str | None = Field(
+        default=None,
+        description="A Ray cluster's address, or local (a Ray started on this machine): the "
+        "workers run on Ray (sampling: the checks; generation stays in this process).",
+    )
     search: ProverConfig = Field(
         default_factory=ProverConfig,
         description="The budgets of search and whole-proof mode (its policy is the job's).",

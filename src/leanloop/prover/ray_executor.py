@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from leanloop.data.records import AttemptStatus, ProofAttempt
 from leanloop.errors import LeanloopError
 from leanloop.prover.base import BaseProver
-from leanloop.prover.proof_search import describe_exception
+from leanloop.prover.proof_search import describe_exception, excerpt
 from leanloop.prover.result import SearchResult
 from leanloop.prover.worker import ProofWorker
 from leanloop.words import plural
@@ -28,16 +29,25 @@ log = logging.getLogger(__name__)
 
 
 LOOPBACK = "127.0.0.1"
+#: The address that asks for a Ray of this machine, started here (as Ray's own ``local``).
+LOCAL = "local"
+
+
+def is_local(address: str | None) -> bool:
+    """Whether ``address`` asks for a Ray started on this machine (none, or ``local``)."""
+    return address is None or address == LOCAL
 
 
 @contextlib.contextmanager
 def loopback_ray(address: str | None) -> Iterator[None]:
-    """While Ray starts: a Ray of this machine alone (no ``address``) or a cluster at a loopback
+    """While Ray starts: a Ray of this machine alone (no ``address``, or ``local``) or a cluster
+    at a loopback
     address is kept on 127.0.0.1. Ray otherwise takes the machine's outward address for its
     node, even when told 127.0.0.1 (``services.resolve_ip_for_localhost``), unless its
     single-machine mode is on: ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` for the processes it
     starts, and the same setting, read when Ray was imported, in this one."""
-    if address is not None:
+    if not is_local(address):
+        assert address is not None
         host = address.removeprefix("ray://").rpartition(":")[0]
         if host not in (LOOPBACK, "localhost"):
             yield
@@ -59,7 +69,10 @@ def loopback_ray(address: str | None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _ray(address: str | None, workers: int) -> Iterator[Any]:
+def using_ray(address: str | None, workers: int) -> Iterator[Any]:
+    """Ray while the block runs: the one this process joined already, or one started here (a
+    Ray of this machine with ``workers`` CPUs, every port on 127.0.0.1, when ``address`` is
+    None or ``local``; else the cluster at ``address``), shut down after the block."""
     try:
         import ray
     except ImportError:
@@ -68,13 +81,14 @@ def _ray(address: str | None, workers: int) -> Iterator[Any]:
         ) from None
     started_here = not ray.is_initialized()
     if started_here:
+        local = is_local(address)
         with loopback_ray(address):
             ray.init(
                 address=address,
-                num_cpus=workers if address is None else None,
+                num_cpus=workers if local else None,
                 include_dashboard=False,
                 logging_level=logging.WARNING,
-                _node_ip_address=LOOPBACK if address is None else None,
+                _node_ip_address=LOOPBACK if local else None,
             )
     try:
         yield ray
@@ -105,7 +119,7 @@ class RayExecutor:
         """Make ``pending`` on Ray actors (a local Ray, or the cluster at the setup's
         address), killing every actor made at the end."""
         setup = self.setup
-        with _ray(setup.address, setup.workers) as ray:
+        with using_ray(setup.address, setup.workers) as ray:
             self.ray = ray
             if self.database is not None and self.database_url is None:
                 _refuse_remote_nodes(ray, self.database)
@@ -194,9 +208,7 @@ class RayExecutor:
         except self.ray.exceptions.RayActorError as exc:
             self.ray.kill(actor, no_restart=True)
             if exc.actor_init_failed:  # a worker cannot be made: none can
-                raise LeanloopError(
-                    f"a Ray worker could not start: {describe_exception(exc)}"
-                ) from exc
+                raise LeanloopError(f"a Ray worker could not start: {ray_reason(exc)}") from exc
             self._make()  # its node went away before it started: another, elsewhere
             return
         self.started.append(actor)
@@ -235,6 +247,14 @@ class RayExecutor:
 LOST_RETRIES = 2
 #: How long the run waits, with no task running, for a Ray worker to start before it fails.
 WORKER_START_TIMEOUT = 600.0
+
+
+def ray_reason(exc: BaseException) -> str:
+    """A Ray error in one line: the last line of its text (for a worker that raised, the
+    exception it raised, after Ray's traceback), without Ray's terminal colours."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return excerpt(lines[-1]) if lines else type(exc).__name__
 
 
 def _refuse_remote_nodes(ray, database) -> None:

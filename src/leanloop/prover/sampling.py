@@ -3,7 +3,8 @@ per statement from a ``Sampler``, each read into a proof of the statement as giv
 statement is refused), screened, and checked by a ``Verifier`` under leanloop's soundness policy.
 Generation and verification overlap: the sampler fills a bounded queue (it waits when the queue
 is full) that ``workers`` verification threads empty. Every sample is stored as an attempt of the
-run as it finishes, by the driver alone; a rerun makes only the samples the run lacks."""
+run as it finishes, by the driver alone; a rerun makes only the samples the run lacks. A job
+given a Ray address checks on Ray actors instead (``leanloop.prover.ray_sampling``)."""
 
 from __future__ import annotations
 
@@ -241,6 +242,12 @@ def run_sampling_job(job: ProofJob, inputs: JobInputs) -> BenchmarkRun:
     ``sampler`` and ``verifier``), run under the name of ``job.run_name`` (of the generator
     spec); the verifier assembled here is closed here.
 
+    With ``job.address`` (``local``: a Ray started on this machine), the samples are checked
+    on Ray: the job's verification workers are Ray actors, each with its own verifier made
+    where it runs (``inputs.extra["verifier_maker"]``, a picklable maker, or the job's);
+    generation and recording stay here (``leanloop.prover.ray_sampling``). Either way the run
+    is the same, and each resumes the other's.
+
     Args:
         job: The job (``mode: sampling`` on a benchmark).
         inputs: The database and callbacks (``extra``: ``on_problem``, ``on_start``).
@@ -256,16 +263,24 @@ def run_sampling_job(job: ProofJob, inputs: JobInputs) -> BenchmarkRun:
     problems = bench.problems(job.targets.split)[: job.targets.limit]
     config = job.sampling_config()
     sampler = inputs.extra.get("sampler") or assemble.sampler(job)
+
+    def execute(verifier: Verifier) -> BenchmarkRun:
+        if inputs.database is not None:
+            inputs.database.add_repository(bench.repository(), bench.iter_theorems())
+        run = job.run_name(job.generator)  # the spec names the sampler (its file, its model)
+        shell = Shell(run, inputs.database, inputs.callbacks, stop_at_first=config.stop_at_first)
+        hooks = SamplingHooks(inputs.extra.get("on_problem"), inputs.extra.get("on_start"))
+        executor = SamplingExecutor(bench, problems, sampler, verifier, config, shell, hooks)
+        return executor.run(job.lean)
+
+    if job.address is not None:
+        from leanloop.prover.ray_sampling import verify_on_ray
+
+        return verify_on_ray(job, inputs, execute)
     given = inputs.extra.get("verifier")
     verifier = given or assemble.verifier(job)
-    if inputs.database is not None:
-        inputs.database.add_repository(bench.repository(), bench.iter_theorems())
-    run = job.run_name(job.generator)  # the spec names the sampler (its file, its model)
-    shell = Shell(run, inputs.database, inputs.callbacks, stop_at_first=config.stop_at_first)
-    hooks = SamplingHooks(inputs.extra.get("on_problem"), inputs.extra.get("on_start"))
-    executor = SamplingExecutor(bench, problems, sampler, verifier, config, shell, hooks)
     try:
-        return executor.run(job.lean)
+        return execute(verifier)
     finally:
         if given is None:
             verifier.close()
