@@ -23,6 +23,11 @@ METRIC_NAMES = {
 }
 
 
+_COLUMNS = 3
+_PANEL_WIDTH = 3.6  # inches
+_PANEL_HEIGHT = 2.6
+
+
 def plot_curves(history: Iterable[Mapping[str, float]], path: str | Path, title: str = "") -> Path:
     """Plot every numeric metric of ``history`` (dicts with a ``step`` key, as in a Hugging Face
     ``log_history``) against the step; one panel per metric (see :func:`curves_figure`)."""
@@ -32,8 +37,10 @@ def plot_curves(history: Iterable[Mapping[str, float]], path: str | Path, title:
 
 
 def curves_figure(history: Iterable[Mapping[str, float]], title: str = ""):
-    """The training curves as a matplotlib ``Figure``: one titled panel per metric, the
-    optimizer step on every x axis, the metric's name on its y axis."""
+    """The training curves as a matplotlib ``Figure``: one titled panel per metric, three to a
+    row, the optimizer step on every x axis, the metric's name on its y axis. The panels are
+    placed by fixed margins rather than a layout engine, which would draw the figure once more
+    to measure it (trainers log a dozen metrics or more; each save plots them)."""
     from matplotlib.figure import Figure
 
     series: dict[str, tuple[list[float], list[float]]] = {}
@@ -48,16 +55,26 @@ def curves_figure(history: Iterable[Mapping[str, float]], title: str = ""):
             xs.append(step)
             ys.append(float(value))
     names = sorted(series) or ["(no metrics logged)"]
-    figure = Figure(figsize=(7, 2.6 * len(names)))
-    axes = figure.subplots(len(names), 1, squeeze=False)
-    for ax, name in zip(axes[:, 0], names, strict=True):
+    columns = min(_COLUMNS, len(names))
+    rows = -(-len(names) // columns)
+    figure = Figure(figsize=(_PANEL_WIDTH * columns, _PANEL_HEIGHT * rows + 0.5))
+    grid = figure.subplots(rows, columns, squeeze=False)
+    for index, ax in enumerate(grid.flat):
+        if index >= len(names):
+            figure.delaxes(ax)  # the last row's empty places
+            continue
+        name = names[index]
         if name in series:
             ax.plot(*series[name], marker="." if len(series[name][0]) < 50 else None)
-        ax.set_title(METRIC_NAMES.get(name, name), fontsize=9)
-        ax.set_ylabel(name)
-        ax.set_xlabel("optimizer step")
+        ax.set_title(METRIC_NAMES.get(name, name), fontsize=9, pad=12)
+        ax.set_ylabel(name, fontsize=8)
+        ax.set_xlabel("optimizer step", fontsize=8)
+        ax.tick_params(labelsize=7)
         ax.grid(alpha=0.3)
     if title:
         figure.suptitle(f"training curves: {title}")
-    figure.tight_layout()
+    height = _PANEL_HEIGHT * rows + 0.5  # inches: the panels and the title's band
+    figure.subplots_adjust(
+        left=0.09, right=0.98, bottom=0.55 / height, top=1 - 0.85 / height, wspace=0.45, hspace=0.8
+    )
     return figure
