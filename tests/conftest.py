@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import share_converted_models
 from tests.pgcluster import Cluster, find_bindir
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -61,12 +62,28 @@ def tiny_encoder(tmp_path_factory, sample_dir: Path) -> Path:
     return build_tiny_encoder(tmp_path_factory.mktemp("tiny") / "encoder", texts)
 
 
+@pytest.fixture(scope="session")
+def converted_models(tmp_path_factory) -> Path:
+    """One ``models`` folder of the cache for the whole run, shared by the processes of ``-n``:
+    a packaged GGUF model (``tinycoder``) is converted the first time a test asks for it (15 s
+    here) and reused by the others, under the lock the conversion takes. Nothing else of the
+    cache is shared; ``test_ml_models`` converts into a cache of its own to test the
+    conversion."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = shared / "converted-models"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(autouse=True)
-def _isolated_home(tmp_path_factory, monkeypatch):
-    """Keep tests away from the user's data, cache and database."""
+def _isolated_home(tmp_path_factory, monkeypatch, converted_models):
+    """Keep tests away from the user's data, cache and database (a cache of their own, but for
+    the packaged models converted once for the run)."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("LEANLOOP_DATA_DIR", str(home / "data"))
     monkeypatch.setenv("LEANLOOP_CACHE_DIR", str(home / "cache"))
+    share_converted_models(home / "cache", converted_models)
     monkeypatch.delenv("LEANLOOP_DB", raising=False)
 
 

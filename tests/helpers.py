@@ -182,3 +182,10 @@ def lean_standins(tmp_path: Path, monkeypatch, lake: Path | None = None) -> dict
     monkeypatch.setenv("LEANLOOP_PANTOGRAPH", str(pantograph))
     lake = home / "bin" / "lake"
     return {"project": project, "lake": lake, "repl": repl, "pantograph": pantograph}
+
+
+def share_converted_models(cache_dir: Path, converted: Path) -> None:
+    """Make ``cache_dir``'s ``models`` folder the run's shared one (see conftest's
+    ``converted_models``)."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    (cache_dir / "models").symlink_to(converted, target_is_directory=True)

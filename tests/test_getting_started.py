@@ -42,6 +42,6 @@ def test_the_page_is_in_the_sites_navigation() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_the_blocks_run_as_written(tmp_path: Path) -> None:
-    ran = run_blocks(PAGE, tmp_path)
+def test_the_blocks_run_as_written(tmp_path: Path, converted_models: Path) -> None:
+    ran = run_blocks(PAGE, tmp_path, converted_models)
     assert len(ran) >= 8, f"only blocks {ran} ran"

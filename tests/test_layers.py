@@ -301,6 +301,8 @@ def test_importing_a_package_has_no_side_effects(package, tmp_path, monkeypatch)
     if not (SOURCE / package).is_dir():
         pytest.skip(f"{package} is not built yet")
     monkeypatch.chdir(tmp_path)
+    # a cache of its own, without the run's shared folder of converted models
+    monkeypatch.setenv("LEANLOOP_CACHE_DIR", str(tmp_path.with_name(tmp_path.name + "-cache")))
     before = {p for p in tmp_path.rglob("*")}
     importlib.import_module(f"leanloop.{package}")
     assert {p for p in tmp_path.rglob("*")} == before

@@ -29,6 +29,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.helpers import share_converted_models
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RUNNABLE = {"sh", "bash", "python", "yaml"}
@@ -119,10 +121,11 @@ def _wait_until_up(url: str, process: subprocess.Popen, log: Path, limit: float)
     pytest.fail(f"{url} did not answer within {limit:.0f} s:\n{log.read_text()}")
 
 
-def run_blocks(page: Path, tmp_path: Path) -> list[int]:
+def run_blocks(page: Path, tmp_path: Path, converted: Path) -> list[int]:
     """Run ``page``'s marked blocks in order, as written, from the repository's root in a fresh
     home directory with the packaged models (skipped without the checkout's .venv or the
-    LeanDojo sample); the lines of the blocks that ran."""
+    LeanDojo sample); the lines of the blocks that ran. The home's cache has the run's
+    ``converted`` models folder (conftest's ``converted_models``), its one shared part."""
     venv_bin = Path(sys.executable).parent
     if not (ROOT / ".venv" / "bin" / "activate").is_file():
         pytest.skip(f"{page.name}'s blocks start from the .venv made by make run / test")
@@ -132,6 +135,7 @@ def run_blocks(page: Path, tmp_path: Path) -> list[int]:
         pytest.skip("no LeanDojo sample under $LEANLOOP_FIXTURES")
     home = tmp_path / "home"
     home.mkdir()
+    share_converted_models(home / ".cache" / "leanloop", converted)
     env = {
         **os.environ,
         "HOME": str(home),
@@ -195,6 +199,6 @@ def run_blocks(page: Path, tmp_path: Path) -> list[int]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-def test_readme_blocks_run_as_written(tmp_path: Path) -> None:
-    ran = run_blocks(README, tmp_path)
+def test_readme_blocks_run_as_written(tmp_path: Path, converted_models: Path) -> None:
+    ran = run_blocks(README, tmp_path, converted_models)
     assert len(ran) >= 5, f"only README blocks {ran} ran"
