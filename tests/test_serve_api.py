@@ -155,6 +155,7 @@ def test_generate_respects_prefix_and_num_samples(client):
 
 def test_concurrent_requests_share_batches(server, client):
     app, url = server
+    assert client.post("/generate", json={"name": "tiny", "input": GOAL}).is_success  # loaded
     backend = app.state.models.backend("tiny")
     generator = backend.generator
     original = generator.generate_replies
@@ -162,8 +163,10 @@ def test_concurrent_requests_share_batches(server, client):
 
     def spy(prompts, k, **options):
         sizes.append(len(prompts))
-        if len(sizes) == 1:
-            time.sleep(0.3)  # the others arrive while the first batch runs
+        if len(sizes) == 1:  # the first batch runs until the other requests wait in the queue
+            deadline = time.monotonic() + 120
+            while sizes[0] + len(backend.worker._pending) < 5 and time.monotonic() < deadline:
+                time.sleep(0.01)
         return original(prompts, k, **options)
 
     generator.generate_replies = spy
