@@ -208,8 +208,11 @@ def test_two_processes_train_the_retriever_with_one_fisher(prepared, tiny_encode
     assert ranks[0]["covers"] == ranks[1]["covers"] and len(ranks[0]["covers"]) == 1
     assert ranks[0]["fisher_samples"] == ranks[1]["fisher_samples"] > 0
     (single,) = [json.loads((runs["one"] / "digests" / "rank0").read_text())]
-    # the same samples (one epoch, 8 a step in both): the Fisher within tolerance of one process
-    assert ranks[0]["fisher"] == pytest.approx(single["fisher"], rel=0.25)
+    # the same samples (one epoch, 8 a step in both), but dealt into batches otherwise by the
+    # distributed sampler, so the weights the Fisher is taken at differ (by up to ~30 % in the
+    # Fisher, with the sample's splits of a run): within 45 % of one process's, which a Fisher
+    # summed over the two processes (2x) or left at one process's half (0.5x) is not
+    assert ranks[0]["fisher"] == pytest.approx(single["fisher"], rel=0.45)
     # validation: each process ranked its share of the val steps; the figures logged (and
     # monitored) are those of all the steps, the same on both processes, as one process
     # measures the saved model on the whole split
